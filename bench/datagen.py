@@ -117,20 +117,20 @@ def small_file_path(root, i):
     return os.path.join(root, "d%05d" % (i // FILES_PER_DIR), "f%07d" % i)
 
 
-def _dir_block(seed, d, n):
+def _dir_block(seed, d, n, size=SMALL_FILE_SIZE):
     """Contents of the `n` files of folder `d` (deterministic per seed)."""
-    return random.Random(seed * 1_000_003 + d).randbytes(n * SMALL_FILE_SIZE)
+    return random.Random(seed * 1_000_003 + d).randbytes(n * size)
 
 
-def write_tree(root, count, seed=1):
-    """`count` files of 1 KiB, FILES_PER_DIR per folder."""
+def write_tree(root, count, seed=1, size=SMALL_FILE_SIZE):
+    """`count` files of `size` bytes (1 KiB unless told), FILES_PER_DIR per folder."""
     for d in range((count + FILES_PER_DIR - 1) // FILES_PER_DIR):
         n = min(FILES_PER_DIR, count - d * FILES_PER_DIR)
         os.makedirs(os.path.join(root, "d%05d" % d), exist_ok=True)
-        block = _dir_block(seed, d, n)
+        block = _dir_block(seed, d, n, size)
         for k in range(n):
             with open(small_file_path(root, d * FILES_PER_DIR + k), "wb") as f:
-                f.write(block[k * SMALL_FILE_SIZE:(k + 1) * SMALL_FILE_SIZE])
+                f.write(block[k * size:(k + 1) * size])
 
 
 def edit_tree(root, count, seed, every=1):

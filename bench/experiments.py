@@ -1003,6 +1003,202 @@ def _trace(out):
     return dict(bytes_sent=int(sent), bytes_received=int(received))
 
 
+# ---------------------------------------------------------------- encrypted (issue 68)
+
+ENCRYPTED_VARIANTS = ("plain", "encrypted", "restic")  # dmv to a plain remote, dmv --encrypt, restic backup
+ENCRYPTED_FILE_BYTES = 10 << 10  # the many-files point's files: 10 KiB of random bytes each, 1,000 a folder
+
+
+def encrypted(ctx, restic, minio_bin, size, files, tries, settle=0, minio_missing=None, restic_missing=None):
+    """Issue 68: what encrypting a bucket remote costs. On one MinIO on 127.0.0.1 per point, `tries` rounds;
+    in each, in an order rotated by one a round, every variant into a fresh bucket of its own: `plain`,
+    `dmv remote add` then `dmv push` and `dmv clone`; `encrypted`, the same with `remote add --encrypt` (the
+    first push makes the encrypted repository; the device key, in this run's own XDG_CONFIG_HOME, is made
+    untimed before); `restic`, `restic init` (untimed) then `restic backup .` of the work tree and `restic
+    restore latest`, each with a fresh cache. Each timed command under GNU time for its CPU seconds, MinIO's
+    CPU seconds during the step from /proc (restarted, untimed, before every push and clone). Every clone and
+    restore compared with the source (untimed). Recorded as `encrypted-files` (parameter: files of
+    ENCRYPTED_FILE_BYTES) and `encrypted-bigfile` (parameter: bytes), steps `push_VARIANT_N` and
+    `clone_VARIANT_N`: the many-files point first, so that its clones create files before this experiment
+    has deleted any (ext4 without a journal: see measure.ext4_without_journal)."""
+    dmv = next((t for t in ctx.tools if t.name == "dmv"), None)
+    if dmv is None:
+        return
+    points = [("encrypted-files", files), ("encrypted-bigfile", size)]
+    if not minio_bin:
+        why = "no MinIO server: %s" % (minio_missing or "minio not found")
+        print("encrypted: %s" % why, flush=True)
+        for experiment, n in points:
+            ctx.rec.note("dmv", experiment, str(n), "all", "fail", why)
+        return
+    xdg = os.path.join(ctx.workdir, "encrypted-xdg")  # this run's own device key, nothing in the real home
+    os.makedirs(xdg, exist_ok=True)
+    for experiment, n in points:
+        _encrypted_point(ctx, dmv, restic, restic_missing, minio_bin, experiment, n, tries, settle, xdg)
+
+
+def _with_env(cmds, env):
+    for c in cmds:
+        c.env = dict(c.env or {}, **env)
+    return cmds
+
+
+def _with_cpu(cmds, path):
+    """Each command under GNU time, appending `user system` seconds to `path` (see _cpu_seconds)."""
+    import measure
+    if measure.TIME_BIN:
+        for c in cmds:
+            c.argv = [measure.TIME_BIN, "-a", "-o", path, "-f", "%U %S", "--"] + c.argv
+    return cmds
+
+
+def _proc_cpu_s(pid):
+    """User + system CPU seconds of a live process so far (its threads included), or None."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError, TypeError):
+        return None
+
+
+def _encrypted_point(ctx, dmv, restic, restic_missing, minio_bin, experiment, n, tries, settle, xdg):
+    rec = ctx.rec
+    param = str(n)
+    many = experiment == "encrypted-files"
+    if not many:
+        # data, dmv's repository, a bucket per variant and try, one clone at a time
+        need = (3 + 3 * tries) * n + GiB
+        if free_bytes(ctx.workdir) < need:
+            rec.note("dmv", experiment, param, "all", "skipped", "not enough free disk: need %s" % human_bytes(need))
+            return
+    pt = ctx.point(experiment, n)
+    xenv = {"XDG_CONFIG_HOME": xdg}
+    try:
+        if many:
+            print("%s %d: writing %d files of %s" % (experiment, n, n, human_bytes(ENCRYPTED_FILE_BYTES)), flush=True)
+            datagen.write_tree(pt.work, n, size=ENCRYPTED_FILE_BYTES)
+        else:
+            print("%s %s: writing data" % (experiment, human_bytes(n)), flush=True)
+            datagen.write_random_file(os.path.join(pt.work, "file.bin"), n)
+        source = datagen.tree_hash(pt.work)
+        data = dict(data_bytes=source[2], data_files=source[1], file_bytes=ENCRYPTED_FILE_BYTES if many else n)
+        # dmv's repository, committed once (timed, for reference); the device key made before anything is timed
+        if not _run_tool_steps(ctx, Skips(ctx, experiment), dmv, pt, experiment, param, [
+                S("init", lambda: _with_env(dmv.init(pt), xenv), fatal=True),
+                Prep(os.sync),
+                S("commit", lambda: _with_env(dmv.commit(pt, True), xenv), fatal=True)]):
+            return
+        if not _run_untimed(ctx, [dmv.cmd(pt, "keys", "device", env=xenv, stdout="capture")], dmv, experiment,
+                            param, "device_key"):
+            return
+        variants = [v for v in ENCRYPTED_VARIANTS if v != "restic" or restic]
+        if not restic:
+            rec.note("restic", experiment, param, "all", "skipped", restic_missing or "restic is not among --tools")
+        if many:
+            _settle(settle, "files deleted before this point slow down creating files (ext4 without a journal)")
+        try:
+            with servers.MinIO(minio_bin, pt.root, os.path.join(pt.root, "minio-data"), rec.env) as minio:
+                print("%s: MinIO listening on %s, data in %s" % (experiment, minio.endpoint, minio.data), flush=True)
+                stopped = {}
+                for i in range(1, tries + 1):
+                    k = (i - 1) % len(variants)
+                    for place, v in enumerate(variants[k:] + variants[:k], 1):
+                        tool = restic if v == "restic" else dmv
+                        if v in stopped:
+                            for op in ("push", "clone"):
+                                rec.note(tool.name, experiment, param, "%s_%s_%d" % (op, v, i), "skipped", stopped[v])
+                            continue
+                        out = _encrypted_try(ctx, minio, tool, pt, experiment, param, v, i, place, source, data,
+                                             xenv, many)
+                        if out is not None and out.timed_out:
+                            stopped[v] = "timed out in round %d: %s" % (i, (out.error or "")[-200:])
+        except servers.ServerError as e:
+            print("%s: %s" % (experiment, e), flush=True)
+            rec.note("dmv", experiment, param, "all", "fail", str(e))
+    finally:
+        shutil.rmtree(pt.root, ignore_errors=True)
+
+
+def _encrypted_try(ctx, minio, tool, pt, experiment, param, v, i, place, source, data, xenv, many):
+    """One variant's round: a fresh bucket, set-up (untimed, recorded), push, clone (each timed, with CPU
+    seconds); returns the last step's Outcome (None when the set-up could not start)."""
+    rec = ctx.rec
+    b = Bucket(minio.endpoint, "%s-%s-%d" % (v, "files" if many else "big", i), "restic" if v == "restic" else "dmv",
+               servers.MINIO_USER, servers.MINIO_PASSWORD, servers.MINIO_REGION)
+    dest = os.path.join(pt.root, "clone-%s-%d" % (v, i))
+    fields = dict(data, variant=v, try_index=i, place=place, bucket=b.bucket, prefix=b.prefix,
+                  endpoint=minio.endpoint)
+    meta, parked = os.path.join(pt.work, ".dmv"), os.path.join(pt.root, "meta-dmv")
+    if v == "restic":
+        def env(step):  # a fresh, empty cache per step and round, as on a machine that never saw the repository
+            return dict(b.env, RESTIC_REPOSITORY="s3:%s/%s/%s" % (b.endpoint, b.bucket, b.prefix),
+                        RESTIC_PASSWORD=tool.PASSWORD,
+                        RESTIC_CACHE_DIR=os.path.join(pt.root, "restic-cache-%s-%d" % (step, i)))
+        setup = [tool.cmd(pt, "init", env=env("init"))]
+        push = [tool.cmd(pt, "backup", ".", env=env("push"))]
+        clone = [tool.cmd(pt, "restore", "latest", "--target", dest, cwd=pt.root, env=env("clone"))]
+    else:
+        name = "%s%d" % (v, i)
+        denv = dict(b.env, **xenv)
+        setup = [tool.cmd(pt, "remote", "add", name, b.url, "--endpoint", b.endpoint,
+                          *(["--encrypt"] if v == "encrypted" else []), env=denv)]
+        push = [tool.cmd(pt, "push", name, env=dict(denv, DMV_TRACE="1"))]
+        clone = [tool.cmd(pt, "clone", b.url, dest, "--endpoint", b.endpoint, cwd=pt.root,
+                          env=dict(denv, DMV_TRACE="1"))]
+    cpu = os.path.join(pt.root, "cpu.txt")
+    state = {}
+
+    def timed(cmds):
+        if os.path.exists(cpu):
+            os.remove(cpu)
+        os.sync()  # untimed: no step pays for writing back what the one before it wrote
+        minio.restart()  # a fresh server: its VmHWM and CPU seconds are this step's
+        state["minio_cpu"] = _proc_cpu_s(minio.proc.pid)
+        return _with_cpu(cmds, cpu)
+
+    def measured(out):
+        user, system = _cpu_seconds(cpu)
+        after = _proc_cpu_s(minio.proc.pid) if minio.proc else None
+        before = state.get("minio_cpu")
+        return dict(cpu_user_s=user, cpu_sys_s=system, cpu_s=round(user + system, 3) if user is not None else None,
+                    minio_cpu_s=round(after - before, 3) if after is not None and before is not None else None,
+                    server_peak_rss_kib=minio.server_rss_kib(), **_trace(out))
+
+    def after_push(out):
+        extra = dict(fields, **measured(out))
+        objects, apparent, disk, files = minio.usage(b.bucket)
+        extra.update(bucket_objects=objects, bucket_bytes_apparent=apparent, bucket_bytes_disk=disk,
+                     bucket_files=files)
+        return extra
+
+    def after_clone(out):
+        extra = measured(out)  # before the (slow) verification
+        extra.update(_verify_clone(dest, source, fields)(out))
+        return extra
+
+    try:
+        minio.make_bucket(b.bucket)
+        if v == "restic":  # restic reads the work tree itself: dmv's repository must leave it meanwhile
+            os.rename(meta, parked)
+        out = rec.step(tool, experiment, param, "setup_%s_%d" % (v, i), setup, None, after=lambda out: dict(fields))
+        if not out.ok:
+            return out
+        out = rec.step(tool, experiment, param, "push_%s_%d" % (v, i), timed(push), os.path.join(minio.data, b.bucket),
+                       after=after_push)
+        if out.ok:
+            out = rec.step(tool, experiment, param, "clone_%s_%d" % (v, i), timed(clone), tool.clone_meta(dest),
+                           after=after_clone)
+        return out
+    except (servers.ServerError, OSError) as e:
+        rec.note(tool.name, experiment, param, "push_%s_%d" % (v, i), "fail", str(e))
+        return None
+    finally:
+        if os.path.isdir(parked):
+            os.rename(parked, meta)
+        if not many:  # with many files, delete nothing until the point is done (see sync)
+            shutil.rmtree(dest, ignore_errors=True)
+
 PARTIAL_DATASETS = ("partial-bigfile", "partial-files")
 
 

@@ -32,7 +32,7 @@ EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync-bigfile", "sync-
                "mount-file",
                "mount-remote", "mount-remote-seq", "habits-commit", "habits-rebase", "habits-log", "webui-folder",
                "webui-commit", "webui-search", "webui-compare", "webui-upload", "platforms-binary", "platforms-ref",
-               "platforms-bigfile", "platforms-files", "huge"]
+               "platforms-bigfile", "platforms-files", "encrypted-bigfile", "encrypted-files", "huge"]
 
 
 # ---------------------------------------------------------------- loading
@@ -2097,6 +2097,220 @@ def hubtier_section(ix, mode, cfg):
     return out
 
 
+ENC_TARGET_OVERHEAD = 1.15   # issue 68: encryption adds at most 15% to DMV's time
+ENC_VARIANTS = [("dmv", "plain", "dmv plain"), ("dmv", "encrypted", "dmv encrypted"), ("restic", "restic", "restic")]
+ENC_STEP = re.compile(r"(push|clone)_(plain|encrypted|restic)_(\d+)$")
+
+
+def _enc_rounds(ix, exp, p, op, variant):
+    """The records of one variant's push or clone, in round order."""
+    tool = "restic" if variant == "restic" else "dmv"
+    found = []
+    for (t, e, param, step), r in ix.by.items():
+        m = ENC_STEP.match(step)
+        if t == tool and e == exp and param == str(p) and m and m.group(1) == op and m.group(2) == variant:
+            found.append((int(m.group(3)), r))
+    return [r for _, r in sorted(found, key=lambda x: x[0])]
+
+
+def _enc_ok(recs):
+    return [r for r in recs if r["status"] == "ok"]
+
+
+def _enc_median(recs, key="wall_s"):
+    return _median([r.get(key) for r in _enc_ok(recs)])
+
+
+def _enc_time(recs):
+    """(median wall time of the rounds that succeeded, its text)."""
+    if not recs:
+        return None, "—"
+    ok = _enc_ok(recs)
+    if not ok:
+        return None, SHORT.get(recs[0]["status"], recs[0]["status"])
+    v = _enc_median(ok)
+    return v, fmt_time(v) + ("" if len(ok) == len(recs) else " (%d of %d rounds)" % (len(ok), len(recs)))
+
+
+def _enc_rows(ix):
+    """(experiment, parameter, op, label) of the table's rows: push and clone of the big file, then of the files."""
+    rows = []
+    for exp, label in (("encrypted-bigfile", lambda p: fmt_size_param(p)),
+                       ("encrypted-files", lambda p: "%s files" % fmt_count(p))):
+        for p in ix.params(exp):
+            rows += [(exp, p, op, "%s %s" % (op, label(p))) for op in ("push", "clone")]
+    return rows
+
+
+def _fmt_ratio2(r):
+    return "—" if r is None else "%.2f" % r
+
+
+def encrypted_table(ix):
+    head = ["operation", "dmv plain", "dmv encrypted", "encrypted/plain", "restic", "restic/dmv encrypted",
+            "encryption adds ≤ 15%", "dmv encrypted ahead of restic"]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "--:|" * 5 + "---|---|"]
+    met = {"overhead": [], "restic": []}
+    for exp, p, op, label in _enc_rows(ix):
+        (pv, pt), (ev, et), (rv, rt) = (_enc_time(_enc_rounds(ix, exp, p, op, v)) for _, v, _ in ENC_VARIANTS)
+        over = ev / pv if ev and pv else None
+        ahead = rv / ev if rv and ev else None
+        o_ok = None if over is None else over <= ENC_TARGET_OVERHEAD
+        a_ok = None if ahead is None else ahead > 1
+        met["overhead"].append(o_ok)
+        met["restic"].append(a_ok)
+        lines.append("| " + " | ".join([
+            label, pt, et, _fmt_ratio2(over), rt, _fmt_ratio2(ahead),
+            "—" if o_ok is None else "%s (%+.0f%%)" % ("yes" if o_ok else "**no**", 100 * (over - 1)),
+            "—" if a_ok is None else ("yes" if a_ok else "**no**")]) + " |")
+    return lines, met
+
+
+def encrypted_cpu_table(ix):
+    """Per operation and variant: median wall time, client CPU seconds (user, system), MinIO's CPU seconds."""
+    head = ["operation", "variant", "wall", "client CPU user", "client CPU system", "client CPU / wall",
+            "MinIO CPU", "client peak RSS", "MinIO peak RSS"]
+    lines = ["| " + " | ".join(head) + " |", "|---|---|" + "--:|" * (len(head) - 2)]
+    for exp, p, op, label in _enc_rows(ix):
+        for _, v, name in ENC_VARIANTS:
+            recs = _enc_rounds(ix, exp, p, op, v)
+            if not recs:
+                continue
+            wall, text = _enc_time(recs)
+            user, system = _enc_median(recs, "cpu_user_s"), _enc_median(recs, "cpu_sys_s")
+            cpu = _enc_median(recs, "cpu_s")
+            lines.append("| " + " | ".join([
+                label, name, text, "—" if user is None else "%.2f s" % user,
+                "—" if system is None else "%.2f s" % system,
+                "—" if cpu is None or not wall else "%.2f" % (cpu / wall),
+                "—" if _enc_median(recs, "minio_cpu_s") is None else "%.2f s" % _enc_median(recs, "minio_cpu_s"),
+                fmt_kib(_enc_median(recs, "peak_rss_kib")), fmt_kib(_enc_median(recs, "server_peak_rss_kib"))]) + " |")
+    return lines
+
+
+def encrypted_extra(ix):
+    """What encryption added, per operation: medians of encrypted minus plain (wall, client CPU, MinIO CPU)."""
+    out = []
+    for exp, p, op, label in _enc_rows(ix):
+        plain, enc = _enc_rounds(ix, exp, p, op, "plain"), _enc_rounds(ix, exp, p, op, "encrypted")
+        d = {}
+        for key in ("wall_s", "cpu_user_s", "cpu_sys_s", "minio_cpu_s"):
+            a, b = _enc_median(plain, key), _enc_median(enc, key)
+            d[key] = None if a is None or b is None else b - a
+        if d["wall_s"] is None:
+            continue
+        out.append("- %s: %+.2f s of wall time; client CPU %s user, %s system; MinIO CPU %s." % (
+            label, d["wall_s"], *("—" if d[k] is None else "%+.2f s" % d[k]
+                                  for k in ("cpu_user_s", "cpu_sys_s", "minio_cpu_s"))))
+    return out
+
+
+def encrypted_rounds_table(ix):
+    """Every round's wall time (round order; the variants' order rotated by one a round), and the load."""
+    head = ["operation"] + [name for _, _, name in ENC_VARIANTS] + ["1-min load average during these steps"]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "--:|" * len(ENC_VARIANTS) + "--:|"]
+    for exp, p, op, label in _enc_rows(ix):
+        cells, loads = [], []
+        for _, v, _ in ENC_VARIANTS:
+            recs = _enc_rounds(ix, exp, p, op, v)
+            cells.append(" · ".join(cell(r, "time")[1] for r in recs) or "—")
+            loads += [r.get("loadavg_1m") for r in recs]
+        lines.append("| " + " | ".join([label] + cells + [_span(loads, lambda x: "%.2f" % x)]) + " |")
+    return lines
+
+
+def _fmt_mib(n):
+    return "—" if n is None else "{:,.1f} MiB".format(n / (1 << 20))
+
+
+def encrypted_store_table(ix):
+    """What each variant's push left in its bucket, and dmv's bytes over the wire (medians of the rounds)."""
+    head = ["data", "variant", "objects in the bucket", "bucket bytes (files)", "/ data bytes", "bytes sent (push)",
+            "bytes received (clone)"]
+    lines = ["| " + " | ".join(head) + " |", "|---|---|" + "--:|" * (len(head) - 2)]
+    for exp, label in (("encrypted-bigfile", lambda p: "one file of %s" % fmt_size_param(p)),
+                       ("encrypted-files", lambda p: "%s files" % fmt_count(p))):
+        for p in ix.params(exp):
+            for _, v, name in ENC_VARIANTS:
+                push, clone = _enc_rounds(ix, exp, p, "push", v), _enc_rounds(ix, exp, p, "clone", v)
+                if not _enc_ok(push):
+                    continue
+                objects, size = _enc_median(push, "bucket_objects"), _enc_median(push, "bucket_bytes_apparent")
+                data = _enc_median(push, "data_bytes")
+                sent, received = _enc_median(push, "bytes_sent"), _enc_median(clone, "bytes_received")
+                lines.append("| " + " | ".join([
+                    label(p), name, "—" if objects is None else fmt_count(objects), _fmt_mib(size),
+                    "%.4f" % (size / data) if size and data else "—", _fmt_mib(sent), _fmt_mib(received)]) + " |")
+    return lines
+
+
+def encrypted_section(ix, mode, cfg):
+    tries = cfg.get("encrypted_tries")
+    file_bytes = cfg.get("encrypted_file_bytes") or 10240
+    binary = cfg.get("dmv_binary") or {}
+    out = ["### Encrypted remotes (issue 68): DMV plain, DMV encrypted and restic on object storage", "",
+           "What encrypting a bucket remote costs. One real MinIO on 127.0.0.1 per data set (single drive, its data "
+           "on the same disk as everything else, plain HTTP, path-style), in one run; %s rounds, and in each round "
+           "every variant once, in an order rotated by one a round, each into a fresh bucket of its own: "
+           "**dmv plain**: `dmv remote add NAME s3://BUCKET/dmv --endpoint ...`, `dmv push NAME`, "
+           "`dmv clone s3://BUCKET/dmv DIR --endpoint ...` (checkout included); **dmv encrypted**: the same with "
+           "`remote add ... --encrypt` (the first push makes the encrypted repository; the device key, in the "
+           "run's own `XDG_CONFIG_HOME`, is made untimed before the first round and the clone uses it); "
+           "**restic**: `restic init` (untimed) and `restic backup .` of the work tree to "
+           "`s3:http://127.0.0.1:PORT/BUCKET/restic`, `restic restore latest --target DIR` as its clone, each "
+           "with a fresh, empty cache directory (restic always encrypts). dmv commits the data once beforehand "
+           "(not in the push's time). Each figure is the **median of the rounds**; every clone and restore is "
+           "compared with the source file by file (untimed). Before every push and clone the suite calls sync(2) "
+           "and restarts MinIO (untimed, same data), so MinIO's CPU seconds (from /proc) and peak RSS are that "
+           "step's; each client command runs under GNU time for its CPU seconds and peak RSS." % (
+               fmt_count(tries) if tries else "several"), ""]
+    if binary:
+        out += ["dmv binary measured: `%s` (sha256 %s…, built %s)." % (
+            binary.get("path"), (binary.get("sha256") or "")[:16], binary.get("mtime")), ""]
+    settle = cfg.get("encrypted_settle_s")
+    if settle and ix.params("encrypted-files"):
+        out += ["The many-files data set runs first and deletes nothing until it is done; the suite waits %.0f s "
+                "(untimed) before its first round (ext4 without a journal: see the sync section)." % settle, ""]
+    files = ix.params("encrypted-files")
+    out += ["Data: %s of random bytes, and %s files of %s of random bytes each (1,000 per folder)%s." % (
+        " and ".join("one file of %s" % fmt_size_param(p) for p in ix.params("encrypted-bigfile")) or "one file",
+        " and ".join(fmt_count(n) for n in files) or "many", fmt_size_param(file_bytes),
+        "" if all(n == 100_000 for n in files) else " (issue 68 asks for 100,000: `--encrypted-files`)"), ""]
+    out += ["**Targets of issue 68**, not asserted by the suite: encryption adds at most 15%% to DMV's time "
+            "(dmv encrypted / dmv plain ≤ %.2f), and DMV encrypted stays ahead of restic (restic / dmv encrypted "
+            "above 1). Each row says whether this run met them; on a shared 2-core machine a ratio near a "
+            "threshold can land on either side of it from run to run (see every round below)." %
+            ENC_TARGET_OVERHEAD, ""]
+    table, met = encrypted_table(ix)
+    out += table + [""]
+    o = [m for m in met["overhead"] if m is not None]
+    a = [m for m in met["restic"] if m is not None]
+    if o or a:
+        out += ["Met in this run: encryption within 15%% in %d of %d rows; DMV encrypted ahead of restic in %d of "
+                "%d rows." % (sum(o), len(o), sum(a), len(a)), ""]
+    out += ["#### Where the time goes", "",
+            "Medians of the rounds. Client CPU: user and system seconds of the command (GNU time); MinIO CPU: the "
+            "server's user and system seconds during the step. A client CPU / wall well below 1 means the step "
+            "mostly waits (on MinIO, the disk or the network), not computes.", ""]
+    out += encrypted_cpu_table(ix) + [""]
+    extra = encrypted_extra(ix)
+    if extra:
+        out += ["What encryption added (median encrypted − median plain):", ""] + extra + [""]
+    out += ["#### Every round", "",
+            "Wall time of each round, in round order (in round 1 the order is dmv plain, dmv encrypted, restic; "
+            "then rotated by one each round).", ""] + encrypted_rounds_table(ix) + [""]
+    out += ["#### In the bucket", "",
+            "After the push: MinIO's objects (`xl.meta` files in its data directory) and their bytes; bytes "
+            "sent and received: dmv's own count (`DMV_TRACE=1`).", ""] + encrypted_store_table(ix) + [""]
+    bad = [r for (t, e, param, step), r in sorted(ix.by.items())
+           if e in ("encrypted-bigfile", "encrypted-files") and r["status"] in ("fail", "timeout")]
+    for r in bad:
+        out += ["**%s %s %s %s: %s** — %s" % (r["tool"], r["experiment"], r["parameter"], r["step"], r["status"],
+                                               (r.get("error") or "").replace("\n", " / ").replace("|", "/")[-600:]),
+                ""]
+    return out
+
+
 def _watch_change(exp, p):
     return "one file of %s" % fmt_size_param(p) if exp == "watch-file" else "%s files of 1 KiB at once" % fmt_count(p)
 
@@ -3561,6 +3775,10 @@ def section(mode, per_exp, points):
     if any(ix.params(e) for e in ("platforms-bigfile", "platforms-files")):
         plat_run = next(per_exp[e] for e in ("platforms-bigfile", "platforms-files") if e in per_exp)
         out += platforms_section(ix, mode, plat_run["meta"].get("config", {}), plat_run["meta"].get("versions", {}))
+
+    if ix.params("encrypted-bigfile") or ix.params("encrypted-files"):
+        enc_run = per_exp.get("encrypted-bigfile") or per_exp.get("encrypted-files")
+        out += encrypted_section(ix, mode, enc_run["meta"].get("config", {}))
 
     fl = failures(ix)
     if fl:

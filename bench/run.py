@@ -18,6 +18,7 @@
     python3 bench/run.py --quick --experiments habits   # dmv against git: add+commit in a big tree, rebase, log --graph
     python3 bench/run.py --quick --experiments webui    # web UI in Chromium: big folder, commit, search, compare, upload
     python3 bench/run.py --quick --experiments platforms  # commits by the x86-64, musl, aarch64 (qemu), Windows (Wine) builds
+    python3 bench/run.py --quick --experiments encrypted  # push/clone to MinIO: dmv plain, dmv --encrypt, restic (15 min)
     python3 bench/run.py --huge       # one file larger than RAM: DMV against cat and cp of it
 
 Raw results go to bench/results/<date>-<mode>.jsonl; report.py then rewrites
@@ -57,7 +58,8 @@ MODES = {
                   mount_files=100_000, mount_size="1G", mount_remote_size="4G", mount_repeats=5,
                   habits_files="100000", habits_rebase_commits=100, habits_log_commits=10_000,
                   webui_folder=10_000, webui_commit=2_000, webui_paths=1_000_000, webui_upload="1G",
-                  platforms_size="1G", platforms_files=100_000, platforms_tries=5, timeout=600),
+                  platforms_size="1G", platforms_files=100_000, platforms_tries=5,
+                  encrypted_size="1G", encrypted_files=100_000, encrypted_tries=3, timeout=600),
     "full": dict(sizes="1..8G", counts="1..1M",
                  status_files=100_000, status_changed=5_000,
                  refs="1,1000,100000,1000000", refs_separate="1,1000",
@@ -69,7 +71,8 @@ MODES = {
                  mount_files=100_000, mount_size="1G", mount_remote_size="4G", mount_repeats=5,
                  habits_files="100000,1000000", habits_rebase_commits=100, habits_log_commits=10_000,
                  webui_folder=10_000, webui_commit=2_000, webui_paths=1_000_000, webui_upload="1G",
-                 platforms_size="1G", platforms_files=100_000, platforms_tries=5, timeout=1800),
+                 platforms_size="1G", platforms_files=100_000, platforms_tries=5,
+                 encrypted_size="1G", encrypted_files=100_000, encrypted_tries=5, timeout=1800),
 }
 # the experiments each mode runs when --experiments is not given
 DEFAULT_EXPERIMENTS = {"quick": ["filesize", "filecount", "status", "refs"],
@@ -85,10 +88,11 @@ DEFAULT_EXPERIMENTS = {"quick": ["filesize", "filecount", "status", "refs"],
 # with git (a tree of 100,000 files, 1,000,000 in --full, written and committed by both tools first); nor is webui:
 # issue 48's pages in a headless Chromium (chromedriver) and an upload of 1 GiB from it, measured when the web UI changes;
 # nor is platforms: issue 49's builds for other targets (the musl builds, scripts/package's, qemu-user, and the
-# Windows build under Wine), measured when the builds or the hot paths change
+# Windows build under Wine), measured when the builds or the hot paths change; nor is encrypted: issue 68's cost
+# of an encrypted bucket remote against a plain one and against restic, measured when the encryption changes
 ALL_EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync", "s3", "partial", "history", "web", "import",
                    "store", "attack", "availability", "hubtier", "watch", "mount", "habits", "webui", "platforms",
-                   "huge"]
+                   "encrypted", "huge"]
 
 
 def parse_number(text, binary):
@@ -203,6 +207,20 @@ def tool_env(home):
         "HGUSER": "bench <bench@example.com>", "EMAIL": "bench@example.com",
         "DMV_AUTHOR_NAME": "bench", "DMV_AUTHOR_EMAIL": "bench@example.com",
     }
+
+
+def dmv_binary_info(path, private):
+    """The dmv binary measured: its path as given, and the size, mtime and sha256 of the private copy run."""
+    if not private or not os.path.isfile(private):
+        return None
+    import hashlib
+    h = hashlib.sha256()
+    with open(private, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    st = os.stat(private)
+    return dict(path=path, bytes=st.st_size, sha256=h.hexdigest(),
+                mtime=datetime.datetime.fromtimestamp(st.st_mtime, datetime.timezone.utc).isoformat(timespec="seconds"))
 
 
 def repo_revision():
@@ -329,12 +347,19 @@ def main(argv=None):
                     help="platforms: files of 1 KiB committed, 1,000 a folder (quick and full 100000)")
     ap.add_argument("--platforms-tries", type=int,
                     help="platforms: rounds per case, every build once a round (quick and full 5)")
+    ap.add_argument("--encrypted-size", help="encrypted: size of the one file of random bytes, binary units (quick "
+                                             "and full 1G)")
+    ap.add_argument("--encrypted-files", type=lambda s: parse_number(s, False),
+                    help="encrypted: files of 10 KiB, 1,000 a folder (quick and full 100000)")
+    ap.add_argument("--encrypted-tries", type=int,
+                    help="encrypted: rounds, every variant (dmv plain, dmv encrypted, restic) once a round, the "
+                         "report shows medians (quick 3, full 5)")
     ap.add_argument("--experiments", help="comma list of %s (default: %s; --full adds sync, s3, partial and history)" % (
         ",".join(ALL_EXPERIMENTS), ",".join(DEFAULT_EXPERIMENTS["quick"])))
     ap.add_argument("--tools", default=",".join(tools.ORDER + list(tools.S3_PEERS) + [
                         t for t in tools.STORE_PEERS if t not in tools.S3_PEERS] + list(tools.WATCH_PEERS)),
-                    help="comma list (default: %(default)s; restic only runs in the s3 and store experiments, "
-                         "rclone only in s3, borg only in store, syncthing only in watch)")
+                    help="comma list (default: %(default)s; restic only runs in the s3, store, mount and encrypted "
+                         "experiments, rclone only in s3, borg only in store, syncthing only in watch)")
     ap.add_argument("--dmv", help="use this dmv binary instead of building one")
     ap.add_argument("--workdir", default=os.path.join(os.path.dirname(REPO), "bench-tmp"),
                     help="scratch space, not tmpfs (default: %(default)s)")
@@ -399,6 +424,9 @@ def main(argv=None):
     platforms_size = max(1, parse_number(args.platforms_size or cfg["platforms_size"], True))
     platforms_files = max(1, args.platforms_files or cfg["platforms_files"])
     platforms_tries = max(1, args.platforms_tries or cfg["platforms_tries"])
+    encrypted_size = max(1, parse_number(args.encrypted_size or cfg["encrypted_size"], True))
+    encrypted_files = max(1, args.encrypted_files or cfg["encrypted_files"])
+    encrypted_tries = max(1, args.encrypted_tries or cfg["encrypted_tries"])
     timeout = args.timeout or cfg["timeout"]
 
     os.makedirs(args.workdir, exist_ok=True)
@@ -471,7 +499,16 @@ def main(argv=None):
             hubtier_rclone_why = None if hubtier_rclone else missing.get("rclone")
         else:
             hubtier_rclone_why = "not among --tools"
-    if "s3" in exps or "hubtier" in exps:
+    # the encrypted experiment's peer: restic (installed when missing) and server (MinIO)
+    encrypted_restic, encrypted_restic_why = None, None
+    if "encrypted" in exps:
+        if "restic" in wanted:
+            encrypted_restic = next((t for t in s3_tools if t.name == "restic"), None) or (
+                None if "restic" in missing else peer("restic", tools.Restic))
+            encrypted_restic_why = None if encrypted_restic else missing.get("restic")
+        else:
+            encrypted_restic_why = "not among --tools"
+    if "s3" in exps or "hubtier" in exps or "encrypted" in exps:
         minio_bin, minio_why = servers.install_minio(os.path.join(scratch, "minio-build.log"))
         if minio_bin:
             versions["minio"] = servers.minio_version(minio_bin)
@@ -594,6 +631,7 @@ def main(argv=None):
                 tools=list(dict.fromkeys(t.name for t in chosen + s3_tools + store_tools +
                                          ([hubtier_rclone] if hubtier_rclone else []) +
                                          ([mount_restic] if mount_restic else []) +
+                                         ([encrypted_restic] if encrypted_restic else []) +
                                          ([watch_syncthing] if watch_syncthing else []))),
                 config=dict(sizes=sizes, counts=counts, status_files=status_files,
                             status_changed=status_changed, refs=ref_counts, refs_separate=separate,
@@ -647,7 +685,13 @@ def main(argv=None):
                             platforms_ref_flags=experiments.PLATFORMS_REF_FLAGS,
                             platforms_start_tries=max(platforms_tries, experiments.PLATFORMS_START_TRIES),
                             platforms_wine=platforms_wine and platforms_wine["path"],
-                            platforms_wine_version=platforms_wine_version, platforms_wineprefix=platforms_wineprefix),
+                            platforms_wine_version=platforms_wine_version, platforms_wineprefix=platforms_wineprefix,
+                            encrypted_bytes=encrypted_size, encrypted_files=encrypted_files,
+                            encrypted_file_bytes=experiments.ENCRYPTED_FILE_BYTES, encrypted_tries=encrypted_tries,
+                            encrypted_settle_s=sync_settle, encrypted_restic_missing=encrypted_restic_why,
+                            encrypted_minio=minio_bin if "encrypted" in exps else None,
+                            dmv_binary=dmv_binary_info(dmv_source, next(
+                                (t.path for t in chosen if t.name == "dmv"), None))),
                 argv=sys.argv[1:])
     rec = experiments.Recorder(out_path, meta, tool_env(os.path.join(scratch, "home")), timeout)
     ctx = experiments.Context(rec, chosen, scratch, args)
@@ -706,6 +750,9 @@ def main(argv=None):
             elif exp == "platforms":
                 experiments.platforms(ctx, platforms_builds, platforms_qemu, platforms_size, platforms_files,
                                       platforms_tries, args.platforms_dist, platforms_wine)
+            elif exp == "encrypted":
+                experiments.encrypted(ctx, encrypted_restic, minio_bin, encrypted_size, encrypted_files,
+                                      encrypted_tries, sync_settle, minio_why, encrypted_restic_why)
             elif exp == "huge":
                 dmv = next((t for t in chosen if t.name == "dmv"), None)
                 size = (parse_number(args.huge_size, True) if args.huge_size
