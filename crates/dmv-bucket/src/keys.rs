@@ -7,7 +7,7 @@
 
 use dmv_crypt::{
     unwrap_with_identity, unwrap_with_passphrase, wrap_for, wrap_kind, wrap_with_passphrase,
-    Keyring, PassphraseCost, Recipient, WrapKind,
+    wrapped_epochs, Keyring, PassphraseCost, Recipient, WrapKind,
 };
 
 use crate::config::{fingerprint, BucketConfig};
@@ -311,11 +311,31 @@ pub(crate) fn rotate(
             detail: format!("the key has been rotated {MAX_EPOCHS} times, as often as it may be"),
         });
     }
+    let stored = read_all(conn)?;
+    // A rotation cut short left some copies holding an epoch this keyring
+    // lacks: rotating from here would make a second, different key of that
+    // epoch, and what was sealed with either would open for half the
+    // devices. Only a device whose copy is the newest may go on.
+    let held = keyring.epochs().count() as u32;
+    let ahead: Vec<&str> = stored
+        .iter()
+        .filter(|(_, body)| wrapped_epochs(body).is_ok_and(|n| n > held))
+        .map(|(key, _)| &key[KEYS_PREFIX.len()..])
+        .collect();
+    if !ahead.is_empty() {
+        return Err(BucketError::Keys {
+            url: url.clone(),
+            detail: format!(
+                "a rotation was cut short: {} hold a newer key than the one this device opened, so only a device holding one of them may rotate now (this device reads what was sealed before it)",
+                ahead.join(", ")
+            ),
+        });
+    }
     let epoch = rotated.rotate().map_err(|e| crypto(url, e))?;
     let want = fingerprint(keyring);
     let mut writes = Vec::new();
     let mut removed = Vec::new();
-    for (key, body) in read_all(conn)? {
+    for (key, body) in stored {
         let name = key[KEYS_PREFIX.len()..].to_string();
         let device = name
             .strip_prefix(DEVICE)
@@ -372,6 +392,7 @@ pub(crate) fn rotate(
                 None => objects.delete(&key).await,
             };
             done.map_err(|e| target.classify(e, &format!("rewriting {key}")))?;
+            dmv_store::failpoint("bucket-key-rewrapped");
         }
         Ok(())
     })?;

@@ -22,9 +22,9 @@ const NAMES_CONTEXT: &str = "dmv 2026-12 encrypted remote: names";
 const DATA_CONTEXT: &str = "dmv 2026-12 encrypted remote: data";
 
 /// Magic, version, count.
-const HEADER_LEN: usize = 9;
+pub(crate) const HEADER_LEN: usize = 9;
 /// Epoch number and key.
-const ENTRY_LEN: usize = 36;
+pub(crate) const ENTRY_LEN: usize = 36;
 const WHAT: &str = "a keyring";
 
 /// One epoch's key and the subkeys derived from it, wiped when dropped.

@@ -49,5 +49,5 @@ pub use padding::padded_len;
 pub use stream::{seal, Sealer};
 pub use wrap::{
     unwrap_with_identity, unwrap_with_passphrase, wrap_for, wrap_kind, wrap_with_passphrase,
-    PassphraseCost, WrapKind, WRAPPED_MAGIC, WRAPPED_VERSION,
+    wrapped_epochs, PassphraseCost, WrapKind, WRAPPED_MAGIC, WRAPPED_VERSION,
 };

@@ -113,6 +113,26 @@ pub fn wrap_kind(wrapped: &[u8]) -> Result<WrapKind> {
     Ok(parse(wrapped)?.kind)
 }
 
+/// How many epochs the keyring wrapped in `wrapped` holds, without opening
+/// it: its length tells (as it tells the storage, docs/security.md). A
+/// rotation compares copies by it, so that one cut short is finished
+/// rather than forked.
+pub fn wrapped_epochs(wrapped: &[u8]) -> Result<u32> {
+    let stanza = parse(wrapped)?;
+    let entries = wrapped
+        .len()
+        .checked_sub(stanza.header_len + TAG_LEN + crate::keyring::HEADER_LEN)
+        .filter(|n| n % crate::keyring::ENTRY_LEN == 0)
+        .ok_or(Error::Damaged {
+            what: WHAT,
+            why: "its length is not a keyring's",
+        })?;
+    u32::try_from(entries / crate::keyring::ENTRY_LEN).map_err(|_| Error::Damaged {
+        what: WHAT,
+        why: "its length is not a keyring's",
+    })
+}
+
 /// Wraps `keyring` for `recipient`'s device key: an ephemeral X25519 key
 /// agrees a secret with it, from which the wrap key is derived.
 pub fn wrap_for(recipient: &Recipient, keyring: &Keyring) -> Result<Vec<u8>> {

@@ -3,8 +3,8 @@
 //! hostile wrapped keyring cannot make its reader pay more than its budget.
 
 use dmv_crypt::{
-    unwrap_with_identity, unwrap_with_passphrase, wrap_for, wrap_kind, wrap_with_passphrase, Error,
-    Identity, Keyring, PassphraseCost, Recipient, WrapKind,
+    unwrap_with_identity, unwrap_with_passphrase, wrap_for, wrap_kind, wrap_with_passphrase,
+    wrapped_epochs, Error, Identity, Keyring, PassphraseCost, Recipient, WrapKind,
 };
 
 /// Small enough that each derivation takes a millisecond.
@@ -186,6 +186,26 @@ fn the_default_cost_is_what_the_format_says() {
     assert!(PassphraseCost::default()
         .within(&PassphraseCost::default())
         .is_ok());
+}
+
+#[test]
+fn a_wrapped_copy_shows_how_many_epochs_it_holds() {
+    let phone = Identity::generate().unwrap();
+    let mut ring = Keyring::generate().unwrap();
+    for epochs in 1..=4u32 {
+        let device = wrap_for(&phone.recipient(), &ring).unwrap();
+        let passphrase = wrap_with_passphrase(b"pw", &ring, &CHEAP).unwrap();
+        assert_eq!(wrapped_epochs(&device).unwrap(), epochs);
+        assert_eq!(wrapped_epochs(&passphrase).unwrap(), epochs);
+        // One byte more or less is no keyring's length.
+        let mut longer = device.clone();
+        longer.push(0);
+        assert!(wrapped_epochs(&longer).is_err());
+        assert!(wrapped_epochs(&device[..device.len() - 1]).is_err());
+        ring.rotate().unwrap();
+    }
+    assert!(wrapped_epochs(b"DMVW").is_err());
+    assert!(wrapped_epochs(b"not a key").is_err());
 }
 
 #[test]
