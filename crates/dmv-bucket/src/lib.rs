@@ -23,14 +23,14 @@
 //!
 //! An encrypted repository keeps the same layout under keyed names, every
 //! body sealed (`sealing`), its key wrapped per device and passphrase in
-//! `keys/` (`keys`).
+//! `keys/` (`keys`), sealed again with a rotated key by `resealing`.
 //!
 //! The files, each using only those listed before it: `error` (what can go
 //! wrong, and telling the store's failures apart), `layout` (object keys),
 //! `sealing` (an encrypted repository's names and bodies), `url` (the URL,
 //! options and connection), `objects` (every read and write of the bucket's
 //! objects: the one place keys and bodies meet the store), `config`, `keys`
-//! (the wrapped keys), `mirror` (the local mirror of the indexes), `locations`
+//! (the wrapped keys), `resealing`, `mirror` (the local mirror of the indexes), `locations`
 //! (location logs), `path_locks`, `ranges` and `read` (ranged reads),
 //! `upload`, `refs` (the ref table's format), `refswap` (moving refs),
 //! `ref_moves` (ref moves announced to lock takers), `leases` (drops,
@@ -54,6 +54,7 @@ mod read;
 mod ref_moves;
 mod refs;
 mod refswap;
+mod resealing;
 mod sealing;
 mod upload;
 mod url;
@@ -74,6 +75,7 @@ pub use layout::{CONFIG_KEY, PACKS_PREFIX, PACK_SIZE, REFS_KEY};
 pub use locations::{LogMerge, LOCATIONS_PREFIX};
 pub use refs::{DropLease, DropState, RefTable};
 pub use refswap::{RefChange, RefSnapshot, RefUpdateOutcome};
+pub use resealing::Resealed;
 pub use sealing::{BucketKeys, KnownKeyrings};
 pub use upload::{ObjectSink, Producer};
 pub use url::{BucketOptions, BucketUrl, DEFAULT_STALL_AFTER, RETRIES};
@@ -189,6 +191,14 @@ impl Bucket {
     /// bucket again to write with the new one.
     pub fn rotate_key(&self, passphrase: Option<&str>) -> BucketResult<Rotated> {
         keys::rotate(&self.conn, self.sealing()?.keyring(), passphrase)
+    }
+
+    /// Seals again with the newest key everything stored sealed with an
+    /// older one (see `resealing`), calling `progress(done, total)` (stored
+    /// bytes) as it goes. Open the bucket after the rotation: this handle seals with
+    /// the newest key it opened with.
+    pub fn reseal(&self, progress: &mut dyn FnMut(u64, u64)) -> BucketResult<Resealed> {
+        resealing::reseal(&self.conn, progress)
     }
 
     fn sealing(&self) -> BucketResult<&sealing::Sealing> {

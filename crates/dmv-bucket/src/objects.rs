@@ -150,26 +150,63 @@ impl Objects {
             Some(plan) => plan,
             None => {
                 s.stat_seen(&key, self.op.stat(&key).await?.content_length());
-                s.plan_range(&key, range)
+                s.plan_range(&key, range.clone())
                     .map_err(error)?
                     .ok_or_else(|| error(unknown_length(&key)))?
             }
         };
+        match self.fetch_range(&key, s, &plan).await {
+            // A header remembered from before the pack was sealed anew (a
+            // rewrite after a rotation): forgotten, and fetched again once.
+            Err(_) if plan.remembered_header() => {
+                s.forget(&key);
+                s.stat_seen(&key, self.op.stat(&key).await?.content_length());
+                let plan = s
+                    .plan_range(&key, range)
+                    .map_err(error)?
+                    .ok_or_else(|| error(unknown_length(&key)))?;
+                self.fetch_range(&key, s, &plan).await
+            }
+            done => done,
+        }
+    }
+
+    /// Fetches and opens what `plan` says of the pack at stored `key`.
+    async fn fetch_range(
+        &self,
+        key: &str,
+        s: &Sealing,
+        plan: &crate::sealing::RangePlan,
+    ) -> opendal::Result<Vec<u8>> {
         let header = match plan.header_apart {
             true => Some(received(
-                self.op.read_with(&key).range(HEADER_RANGE).await?.to_vec(),
+                self.op.read_with(key).range(HEADER_RANGE).await?.to_vec(),
             )),
             false => None,
         };
         let fetched = received(
             self.op
-                .read_with(&key)
+                .read_with(key)
                 .range(plan.fetch.clone())
                 .await?
                 .to_vec(),
         );
-        s.open_range(&key, &plan, header.as_deref(), &fetched)
+        s.open_range(key, plan, header.as_deref(), &fetched)
             .map_err(error)
+    }
+
+    /// The epoch of the key that sealed the object at stored `key` (read
+    /// from its header, 25 bytes; nothing is opened).
+    pub async fn sealed_epoch(&self, key: &str) -> opendal::Result<u32> {
+        let header = received(self.op.read_with(key).range(HEADER_RANGE).await?.to_vec());
+        dmv_crypt::Header::parse(&header)
+            .map(|h| h.epoch())
+            .map_err(|e| {
+                error(Unopened {
+                    key: key.to_string(),
+                    detail: e.to_string(),
+                })
+            })
     }
 
     /// The whole body, if the object is still at version `etag` (else the
@@ -199,6 +236,8 @@ impl Objects {
         let (key, body) = match self.stored(key) {
             (key, Some(s)) => {
                 let body = s.seal(&key, &body).map_err(error)?;
+                // Its header is new: what was remembered of the old is not.
+                s.forget(&key);
                 (key, body)
             }
             (key, None) => (key, body),
@@ -232,6 +271,23 @@ impl Objects {
             Some(etag) => self.put_if_match(key, body, etag).await,
             None => self.put_if_absent(key, body).await,
         }
+    }
+
+    /// Every object under `prefix`, at any depth (a rewrite's listing),
+    /// without the directory markers; keys and lengths as stored.
+    pub async fn list_all(&self, prefix: &str) -> opendal::Result<Vec<Listed>> {
+        Ok(self
+            .op
+            .list_with(prefix)
+            .recursive(true)
+            .await?
+            .into_iter()
+            .filter(|e| !e.path().ends_with('/'))
+            .map(|e| Listed {
+                len: e.metadata().content_length(),
+                key: e.path().to_string(),
+            })
+            .collect())
     }
 
     /// The objects whose keys start with `prefix` (a "directory": one

@@ -123,6 +123,13 @@ pub(crate) struct Unopened {
     pub detail: String,
 }
 
+impl RangePlan {
+    /// Whether the plan trusts a header remembered from an earlier read.
+    pub fn remembered_header(&self) -> bool {
+        self.header.is_some()
+    }
+}
+
 impl Sealing {
     pub fn new(keyring: Keyring) -> Sealing {
         Sealing {
@@ -259,6 +266,19 @@ impl Sealing {
         }))
     }
 
+    /// Forgets what was learnt of the pack at `key` (it was written anew:
+    /// a rewrite seals it under a new header).
+    pub fn forget(&self, key: &str) {
+        let mut packs = self.packs.lock().unwrap_or_else(|e| e.into_inner());
+        packs.remove(key);
+    }
+
+    /// Whether the stored key names a sealed object (what a rewrite
+    /// re-seals): not the config, not a wrapped key.
+    pub fn is_sealed_key(key: &str) -> bool {
+        Sealing::seals(key) && is_stored_shape(key)
+    }
+
     /// Remembers a pack's sealed length, learnt from a stat.
     pub fn stat_seen(&self, key: &str, len: u64) {
         self.remember(key, |seen| seen.sealed_len = Some(len));
@@ -333,7 +353,7 @@ fn unopened(key: &str, e: impl std::fmt::Display) -> Unopened {
 }
 
 /// Whether `key` is already a stored key (`<64 hex>` then `.p`, `.i` or `.s`).
-fn is_stored_shape(key: &str) -> bool {
+pub(crate) fn is_stored_shape(key: &str) -> bool {
     let name = key.rsplit('/').next().unwrap_or(key);
     let Some((hex, suffix)) = name.split_at_checked(64) else {
         return false;

@@ -45,6 +45,18 @@ enum KeysAction {
     /// others are removed). After `remove`, this keeps a removed device
     /// from reading what comes next.
     Rotate {
+        /// Then seal again with the new key everything stored before
+        /// (what `dmv keys rewrite` does), so that a removed key reads
+        /// nothing there at all.
+        #[arg(long)]
+        rewrite: bool,
+        #[arg(long)]
+        remote: Option<String>,
+    },
+    /// Seal again with the newest key everything an encrypted remote
+    /// stores sealed with an older one: finishes a `rotate --rewrite` cut
+    /// short, and may be run at any time (what is done is passed over).
+    Rewrite {
         #[arg(long)]
         remote: Option<String>,
     },
@@ -94,7 +106,7 @@ pub fn keys(a: KeysArgs) -> Result<u8> {
             let added = dmv_sync::change_keys(&repo, &remote, change)?;
             eprintln!("Added key {} ({})", added.name, describe(&added));
         }
-        KeysAction::Rotate { remote } => {
+        KeysAction::Rotate { rewrite, remote } => {
             let repo = open_repo()?;
             let remote = find(&repo, remote.as_deref())?;
             let rotated = dmv_sync::rotate_key(&repo, &remote)?;
@@ -106,6 +118,14 @@ pub fn keys(a: KeysArgs) -> Result<u8> {
             for k in &rotated.removed {
                 eprintln!("Removed key {} (its passphrase was not given)", k.name);
             }
+            if rewrite {
+                reseal(&repo, &remote)?;
+            }
+        }
+        KeysAction::Rewrite { remote } => {
+            let repo = open_repo()?;
+            let remote = find(&repo, remote.as_deref())?;
+            reseal(&repo, &remote)?;
         }
         KeysAction::Remove { id, remote } => {
             let repo = open_repo()?;
@@ -115,6 +135,25 @@ pub fn keys(a: KeysArgs) -> Result<u8> {
         }
     }
     Ok(0)
+}
+
+/// Seals again what the remote stores under older keys, with a bar.
+fn reseal(repo: &dmv_repo::Repository, remote: &NamedRemote) -> Result<()> {
+    let bar = crate::progress::Bar::new("Sealing");
+    let done = dmv_sync::reseal_remote(repo, remote, &mut |done, total| bar.update(done, total))
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "{e} (what was sealed again stays so: `dmv keys rewrite` does the rest)"
+            )
+        })?;
+    bar.finish();
+    eprintln!(
+        "Sealed {} objects again with the newest key ({} bytes); {} already were",
+        done.resealed,
+        done.bytes,
+        done.objects - done.resealed
+    );
+    Ok(())
 }
 
 fn find(repo: &dmv_repo::Repository, remote: Option<&str>) -> Result<NamedRemote> {

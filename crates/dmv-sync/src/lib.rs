@@ -33,7 +33,7 @@ mod transport;
 
 #[cfg(feature = "s3")]
 pub use dmv_bucket::{
-    BucketError, BucketKeys, BucketOptions, Identity, KeyEntry, Recipient, Rotated,
+    BucketError, BucketKeys, BucketOptions, Identity, KeyEntry, Recipient, Resealed, Rotated,
 };
 pub use dmv_repo::{Phase, Progress, Silent, Tally};
 pub use operations::address_book::{check_publishable, publish, set_metered, unpublish};
@@ -46,7 +46,7 @@ pub use operations::device_keys::{
     device_key, device_key_path, read_identity, with_device_keys, PASSPHRASE_VAR,
 };
 #[cfg(feature = "s3")]
-pub use operations::encryption::{change_keys, list_keys, rotate_key, KeysChange};
+pub use operations::encryption::{change_keys, list_keys, reseal_remote, rotate_key, KeysChange};
 pub use operations::fetch::{fetch, prune_remote_branches, Fetched, FetchedRef};
 pub use operations::keep_both::{sync_keeping_both, SyncedKeepingBoth};
 pub use operations::locations::{exchange_locations, remote_replica};

@@ -31,6 +31,20 @@ pub fn rotate_key(_repo: &Repository, remote: &NamedRemote) -> SyncResult<dmv_bu
     Ok(bucket.rotate_key(passphrase.as_deref().map(String::as_str))?)
 }
 
+/// Seals again with the newest key what the encrypted bucket `remote`
+/// stores sealed with older ones (after [`rotate_key`]: a removed device
+/// that kept the old key then reads nothing there). Cut short, it is
+/// finished by running it again; `progress(done, total)` in stored
+/// bytes.
+pub fn reseal_remote(
+    _repo: &Repository,
+    remote: &NamedRemote,
+    progress: &mut dyn FnMut(u64, u64),
+) -> SyncResult<dmv_bucket::Resealed> {
+    // Opened anew: a handle opened before a rotation seals with the old key.
+    Ok(open_bucket(remote)?.reseal(progress)?)
+}
+
 /// The wrapped copies of the key of the encrypted bucket `remote`.
 pub fn list_keys(_repo: &Repository, remote: &NamedRemote) -> SyncResult<Vec<KeyEntry>> {
     Ok(open_bucket(remote)?.keys()?)
