@@ -154,6 +154,19 @@ impl Repository {
         Ok(answer)
     }
 
+    /// Records in the config file that remote `name` is encrypted, so that
+    /// nothing is later sent to it in the clear (without updating `self`,
+    /// which other threads may share). A remote no longer configured is left.
+    pub fn remember_remote_encrypted(&self, name: &str) -> RepoResult<()> {
+        self.edit_config_file(|c| {
+            if let Some(remote) = c.remotes.get_mut(name) {
+                remote.encrypt = true;
+            }
+            Ok::<_, RepoError>(())
+        })
+        .map(|_| ())
+    }
+
     /// [`Repository::update_config`] without updating `self` (which other threads may share).
     pub(crate) fn edit_config_file<T, E: From<RepoError>>(
         &self,

@@ -90,6 +90,8 @@ pub fn with_device_keys(mut keys: BucketKeys) -> SyncResult<BucketKeys> {
 
 /// At most this many repositories are remembered (a line of 97 bytes each).
 const MAX_KNOWN_KEYRINGS: usize = 100_000;
+/// A known-keyrings file larger than this is refused unread.
+const MAX_KNOWN_KEYRINGS_FILE: u64 = MAX_KNOWN_KEYRINGS as u64 * 100;
 
 /// Where the keyrings this device opened are remembered:
 /// `$XDG_CONFIG_HOME/dmv/known-keyrings`, one `<repository id>
@@ -112,11 +114,14 @@ impl KnownKeyrings for KnownKeyringsFile {
                 "the repository's id {id:?} or keyring {fingerprint:?} is not a word"
             ));
         }
-        let text = match std::fs::read(&self.path) {
-            Ok(bytes) if bytes.len() > MAX_KNOWN_KEYRINGS * 100 => {
+        let text = match std::fs::metadata(&self.path) {
+            Ok(meta) if meta.len() > MAX_KNOWN_KEYRINGS_FILE => {
                 return Err(format!("{} is larger than it can be", self.path.display()))
             }
-            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            Ok(_) => match std::fs::read(&self.path) {
+                Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                Err(e) => return Err(format!("cannot read {}: {e}", self.path.display())),
+            },
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(e) => return Err(format!("cannot read {}: {e}", self.path.display())),
         };
@@ -131,8 +136,12 @@ impl KnownKeyrings for KnownKeyringsFile {
                 self.path.display()
             )),
             None => {
-                let mut text = text;
-                if !text.is_empty() && !text.ends_with('\n') {
+                // Full, the oldest repositories are forgotten (they are
+                // trusted anew on their next opening), not every new one refused.
+                let lines: Vec<&str> = text.lines().collect();
+                let keep = lines.len().min(MAX_KNOWN_KEYRINGS - 1);
+                let mut text = lines[lines.len() - keep..].join("\n");
+                if !text.is_empty() {
                     text.push('\n');
                 }
                 text.push_str(&format!("{id} {fingerprint}\n"));
@@ -143,5 +152,77 @@ impl KnownKeyrings for KnownKeyringsFile {
                 dmv_repo::write_atomic(&self.path, text.as_bytes()).map_err(|e| e.to_string())
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_device_key_file_past_its_budget_is_refused_unread() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("identity");
+        let identity = Identity::generate().unwrap();
+        std::fs::write(&path, identity.to_text().as_bytes()).unwrap();
+        assert_eq!(
+            read_identity(&path).unwrap().recipient(),
+            identity.recipient()
+        );
+        let mut big = identity.to_text().as_bytes().to_vec();
+        big.resize(MAX_IDENTITY_FILE as usize + 1, b' ');
+        std::fs::write(&path, &big).unwrap();
+        let err = read_identity(&path).unwrap_err().to_string();
+        assert!(err.contains("larger than a device key file"), "{err}");
+        std::fs::write(&path, "DMV-SECRET-KEY-1 not a key").unwrap();
+        assert!(read_identity(&path).is_err());
+    }
+
+    #[test]
+    fn known_keyrings_are_trusted_first_then_held_to_within_a_bounded_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let known = KnownKeyringsFile {
+            path: dir.path().join("dmv").join("known-keyrings"),
+        };
+        known.check("repo-1", "abc").unwrap();
+        known.check("repo-1", "abc").unwrap();
+        let err = known.check("repo-1", "abd").unwrap_err();
+        assert!(
+            err.contains("not the one this device first opened"),
+            "{err}"
+        );
+        known.check("repo-2", "def").unwrap();
+        for (id, fingerprint) in [("repo 3", "x"), ("repo-3", "x\ny"), ("", "x")] {
+            assert!(
+                known.check(id, fingerprint).is_err(),
+                "{id:?} {fingerprint:?}"
+            );
+        }
+        let text = std::fs::read_to_string(&known.path).unwrap();
+        assert_eq!(text, "repo-1 abc\nrepo-2 def\n");
+
+        // Full, the oldest is forgotten and the file stays within its bound.
+        let full: String = (0..MAX_KNOWN_KEYRINGS)
+            .map(|i| format!("r{i:031} {:064}\n", 0))
+            .collect();
+        assert!(full.len() as u64 <= MAX_KNOWN_KEYRINGS_FILE);
+        std::fs::write(&known.path, &full).unwrap();
+        known.check("newest", "f00").unwrap();
+        let text = std::fs::read_to_string(&known.path).unwrap();
+        assert_eq!(text.lines().count(), MAX_KNOWN_KEYRINGS);
+        assert!(!text.contains(&format!("r{:031} ", 0)));
+        assert!(text.ends_with("newest f00\n"));
+        // The first one forgotten is trusted anew; r1 is still held.
+        known.check(&format!("r{:031}", 0), "other").unwrap();
+        assert!(known.check(&format!("r{:031}", 2), "other").is_err());
+
+        // Past its bound, the file is refused unread.
+        std::fs::write(
+            &known.path,
+            vec![b'a'; MAX_KNOWN_KEYRINGS_FILE as usize + 1],
+        )
+        .unwrap();
+        let err = known.check("repo-1", "abc").unwrap_err();
+        assert!(err.contains("larger than it can be"), "{err}");
     }
 }

@@ -33,7 +33,9 @@ impl NamedRemote {
     /// Connects to it for `repo`, noting in `repo`'s reach book how long
     /// that took or why it failed (see [`ReachBook`]).
     pub fn connect_from(&self, repo: &Repository) -> SyncResult<Box<dyn Remote>> {
-        connect_noted(repo, &self.spec)
+        let remote = connect_noted(repo, &self.spec)?;
+        self.remember_encrypted(repo, remote.as_ref());
+        Ok(remote)
     }
 
     /// Connects to push from `repo`, as [`connect_from`](Self::connect_from):
@@ -42,7 +44,24 @@ impl NamedRemote {
     pub fn connect_to_push(&self, repo: &Repository) -> SyncResult<Box<dyn Remote>> {
         let mut spec = self.spec.clone();
         spec.create_with = Some(repo.config.chunking);
-        connect_noted(repo, &spec)
+        let remote = connect_noted(repo, &spec)?;
+        self.remember_encrypted(repo, remote.as_ref());
+        Ok(remote)
+    }
+
+    /// A remote added without `--encrypt` that turns out to be encrypted
+    /// is remembered as such: if the storage later put a plain repository
+    /// in its place, nothing would be pushed to it in the clear. (Best
+    /// effort: a config that cannot be written now is written next time.)
+    fn remember_encrypted(&self, repo: &Repository, remote: &dyn Remote) {
+        #[cfg(feature = "s3")]
+        if let Some(name) = &self.name {
+            if remote.encrypted() && !self.spec.bucket.keys.encrypt {
+                let _ = repo.remember_remote_encrypted(name);
+            }
+        }
+        #[cfg(not(feature = "s3"))]
+        let _ = (repo, remote);
     }
 }
 
