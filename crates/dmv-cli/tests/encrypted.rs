@@ -249,6 +249,30 @@ fn an_object_the_storage_swaps_or_changes_is_refused_by_name() {
     minio.put("vault", &logs[0], &log);
     ok(on(&minio, &alice, &t.join("b"), &["fetch"]));
 
+    // A remote added without --encrypt is remembered as encrypted once it
+    // is found so: the same downgrade then gets nothing from it either.
+    let h = t.join("h");
+    ok(on(&minio, &alice, t, &["init", "h"]));
+    ok(on(
+        &minio,
+        &alice,
+        &h,
+        &["remote", "add", "origin", "s3://vault/r"],
+    ));
+    ok(on(&minio, &alice, &h, &["fetch", "origin"]));
+    let set_url = ["remote", "set-url", "origin", "s3://vault/plain"];
+    ok(on(&minio, &alice, &h, &set_url));
+    std::fs::write(h.join("h.txt"), "h\n").unwrap();
+    ok(on(&minio, &alice, &h, &["add", "."]));
+    ok(on(&minio, &alice, &h, &["commit", "-m", "by hand"]));
+    let out = on(&minio, &alice, &h, &["push", "origin", "main"]);
+    assert!(stderr(&out).contains("unencrypted"), "{}", stderr(&out));
+    assert_eq!(
+        minio.list("vault", "plain/"),
+        plain_objects,
+        "the push wrote"
+    );
+
     // Whoever can write the bucket puts there a config and a key of a
     // keyring they know, wrapped for this device's public key (the bucket
     // shows it): the device, which opened the repository before, refuses.
@@ -386,6 +410,200 @@ fn a_passphrase_opens_an_encrypted_remote_on_a_device_without_a_key() {
     ));
     assert_eq!(std::fs::read(t.join("after/one.txt")).unwrap(), b"one\n");
     assert_eq!(std::fs::read(t.join("after/two.txt")).unwrap(), b"two\n");
+}
+
+#[test]
+fn a_rewrite_leaves_a_removed_key_nothing_to_read_and_finishes_when_cut_short() {
+    if lacks(&[Need::Minio]) {
+        return;
+    }
+    let minio = Minio::start();
+    minio.create_bucket("vault");
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    let (alice, bob, carol) = (t.join("alice"), t.join("bob"), t.join("carol"));
+    let a = one_file_pushed_encrypted(&minio, &alice, t);
+    write_noise(&a.join("take.wav"), 3_000_000, 11);
+    ok(on(&minio, &alice, &a, &["add", "."]));
+    ok(on(&minio, &alice, &a, &["commit", "-m", "second"]));
+    ok(on(&minio, &alice, &a, &["push", "origin", "main"]));
+    let bob_key = ok(on(&minio, &bob, t, &["keys", "device"]));
+    ok(on(
+        &minio,
+        &alice,
+        &a,
+        &["keys", "add", "--recipient", bob_key.trim()],
+    ));
+    ok(on(&minio, &bob, t, &["clone", "-q", "s3://vault/r", "b"]));
+
+    // Bob keeps his copy of the key; it is removed, and the key rotated
+    // with a rewrite that is killed after sealing two objects again.
+    let listed = ok(on(&minio, &alice, &a, &["keys", "list"]));
+    let bob_copy = listed
+        .lines()
+        .find(|l| l.contains(bob_key.trim()))
+        .and_then(|l| l.split('\t').next())
+        .unwrap_or_else(|| panic!("{listed}"))
+        .to_string();
+    let kept = t.join("bob-kept-copy");
+    minio.get("vault", &format!("r/keys/{bob_copy}"), &kept);
+    ok(on(&minio, &alice, &a, &["keys", "remove", bob_key.trim()]));
+    let mut cut = dmv_cmd(&a);
+    minio.env(&mut cut);
+    let out = cut
+        .env("XDG_CONFIG_HOME", &alice)
+        .env("AWS_ENDPOINT_URL", minio.endpoint())
+        .env("DMV_FAILPOINT", "bucket-object-resealed@2")
+        .args(["keys", "rotate", "--rewrite"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "the failpoint did not fire");
+    let epochs = sealed_epochs(&minio, t);
+    let new = epochs.iter().filter(|(_, e)| *e == 2).count();
+    assert_eq!(new, 2, "{epochs:?}");
+    assert!(epochs.len() > 4, "{epochs:?}");
+
+    // Run again, it finishes: every object is sealed with the new key.
+    let err = stderr(&on(&minio, &alice, &a, &["keys", "rewrite"]));
+    assert!(
+        err.contains(&format!("Sealed {} objects again", epochs.len() - 2)),
+        "{err}"
+    );
+    let epochs = sealed_epochs(&minio, t);
+    assert!(epochs.iter().all(|(_, e)| *e == 2), "{epochs:?}");
+    let err = stderr(&on(&minio, &alice, &a, &["keys", "rewrite"]));
+    assert!(err.contains("Sealed 0 objects again"), "{err}");
+
+    // Bob's copy put back opens the repository, and reads nothing in it.
+    minio.put("vault", &format!("r/keys/{bob_copy}"), &kept);
+    let out = on(&minio, &bob, &t.join("b"), &["fetch"]);
+    let err = stderr(&out);
+    assert!(!out.status.success(), "an old key read rewritten objects");
+    assert!(err.lines().count() == 1 && err.contains("epoch 2"), "{err}");
+    ok(on(&minio, &alice, &a, &["keys", "remove", &bob_copy]));
+    // The devices with the key clone every version byte for byte.
+    ok(on(
+        &minio,
+        &alice,
+        t,
+        &["clone", "-q", "s3://vault/r", "a2"],
+    ));
+    for name in ["one.txt", "take.wav"] {
+        assert_eq!(
+            std::fs::read(t.join("a2").join(name)).unwrap(),
+            std::fs::read(a.join(name)).unwrap()
+        );
+    }
+
+    // A rotation killed after wrapping one of two copies: the device whose
+    // copy is older may not fork the key; the other finishes it.
+    let carol_key = ok(on(&minio, &carol, t, &["keys", "device"]));
+    ok(on(
+        &minio,
+        &alice,
+        &a,
+        &["keys", "add", "--recipient", carol_key.trim()],
+    ));
+    ok(on(&minio, &carol, t, &["clone", "-q", "s3://vault/r", "c"]));
+    let mut cut = dmv_cmd(&a);
+    minio.env(&mut cut);
+    let out = cut
+        .env("XDG_CONFIG_HOME", &alice)
+        .env("AWS_ENDPOINT_URL", minio.endpoint())
+        .env("DMV_FAILPOINT", "bucket-key-rewrapped")
+        .args(["keys", "rotate"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "the failpoint did not fire");
+    // The copy written before the kill is one keyring epoch (36 bytes) longer.
+    let listed = ok(on(&minio, &alice, &a, &["keys", "list"]));
+    let sizes = minio.list_sizes("vault", "r/keys/");
+    let size_of = |public: &str| {
+        let name = listed
+            .lines()
+            .find(|l| l.ends_with(public))
+            .and_then(|l| l.split('\t').next())
+            .unwrap_or_else(|| panic!("{listed}"));
+        sizes
+            .iter()
+            .find(|(k, _)| k.ends_with(name))
+            .map(|(_, size)| *size)
+            .unwrap()
+    };
+    let alice_key = ok(on(&minio, &alice, t, &["keys", "device"]));
+    let (alice_size, carol_size) = (size_of(alice_key.trim()), size_of(carol_key.trim()));
+    assert_eq!(alice_size.abs_diff(carol_size), 36, "{sizes:?}");
+    let (behind, ahead) = match alice_size < carol_size {
+        true => ((&alice, a.clone()), (&carol, t.join("c"))),
+        false => ((&carol, t.join("c")), (&alice, a.clone())),
+    };
+    let out = on(&minio, behind.0, &behind.1, &["keys", "rotate"]);
+    assert!(
+        !out.status.success(),
+        "a device whose copy is behind rotated"
+    );
+    assert!(
+        stderr(&out).contains("rotation was cut short"),
+        "{}",
+        stderr(&out)
+    );
+    ok(on(&minio, ahead.0, &ahead.1, &["keys", "rotate"]));
+    ok(on(&minio, behind.0, &behind.1, &["keys", "rotate"]));
+    for (device, dir) in [(&alice, "a3"), (&carol, "c3")] {
+        ok(on(&minio, device, t, &["clone", "-q", "s3://vault/r", dir]));
+        assert_eq!(
+            std::fs::read(t.join(dir).join("one.txt")).unwrap(),
+            b"one\n"
+        );
+    }
+}
+
+#[test]
+fn wrapped_keys_past_their_budget_are_refused_unread() {
+    if lacks(&[Need::Minio]) {
+        return;
+    }
+    let minio = Minio::start();
+    minio.create_bucket("vault");
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    let alice = t.join("alice");
+    let a = one_file_pushed_encrypted(&minio, &alice, t);
+    // One wrapped key larger than a keyring of 1,024 epochs can be.
+    let big = t.join("big-key");
+    std::fs::write(&big, vec![b'k'; (64 << 10) + 1]).unwrap();
+    minio.put("vault", "r/keys/device-big", &big);
+    let out = on(&minio, &alice, &a, &["fetch"]);
+    let err = stderr(&out);
+    assert!(!out.status.success());
+    assert!(err.contains("keys/device-big is 65537 bytes"), "{err}");
+    // 257 small ones: more than a repository's devices and passphrases.
+    let small = t.join("small-key");
+    std::fs::write(&small, b"DMVW").unwrap();
+    for n in 0..257 {
+        minio.put("vault", &format!("r/keys/device-{n:03}"), &small);
+    }
+    let out = on(&minio, &alice, &a, &["fetch"]);
+    let err = stderr(&out);
+    assert!(!out.status.success());
+    assert!(err.contains("more than 256"), "{err}");
+}
+
+/// The epoch in the header of every sealed object under `vault/r`.
+fn sealed_epochs(minio: &Minio, t: &Path) -> Vec<(String, u32)> {
+    let body = t.join("sealed-object");
+    minio
+        .list("vault", "r/")
+        .into_iter()
+        .filter(|k| k != "r/dmv-repository.json" && !k.starts_with("r/keys/"))
+        .map(|k| {
+            minio.get("vault", &k, &body);
+            let bytes = std::fs::read(&body).unwrap();
+            assert_eq!(&bytes[..5], b"DMVE\x01", "{k}");
+            let epoch = u32::from_le_bytes(bytes[5..9].try_into().unwrap());
+            (k, epoch)
+        })
+        .collect()
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
