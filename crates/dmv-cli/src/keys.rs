@@ -174,16 +174,30 @@ fn key_json(k: &KeyEntry) -> serde_json::Value {
     serde_json::json!({ "name": k.name, "device": k.device })
 }
 
+/// One line of standard input, without its line end.
+fn line() -> Result<Zeroizing<String>> {
+    let mut line = Zeroizing::new(String::new());
+    std::io::stdin().lock().read_line(&mut line)?;
+    Ok(Zeroizing::new(
+        line.trim_end_matches(['\n', '\r']).to_string(),
+    ))
+}
+
+/// Whether a passphrase may be asked for: someone is at the terminal, and
+/// DMV_PASSPHRASE gave none (one it gave that failed is not asked again).
+pub fn can_ask_passphrase() -> bool {
+    std::io::stdin().is_terminal() && std::env::var_os("DMV_PASSPHRASE").is_none()
+}
+
+/// A passphrase typed at the terminal without echo, after `prompt`.
+pub fn ask_passphrase(prompt: &str) -> Result<Zeroizing<String>> {
+    eprint!("{prompt}");
+    dmv_os::without_echo(line)
+}
+
 /// A new passphrase: asked twice without echo on a terminal, else the
 /// first line of standard input; not empty.
 fn read_passphrase() -> Result<Zeroizing<String>> {
-    let line = || -> Result<Zeroizing<String>> {
-        let mut line = Zeroizing::new(String::new());
-        std::io::stdin().lock().read_line(&mut line)?;
-        Ok(Zeroizing::new(
-            line.trim_end_matches(['\n', '\r']).to_string(),
-        ))
-    };
     let passphrase = if std::io::stdin().is_terminal() {
         eprint!("New passphrase: ");
         let first = dmv_os::without_echo(line)?;

@@ -118,8 +118,19 @@ pub fn clone(a: CloneArgs) -> Result<u8> {
         slice: a.slice.unwrap_or_default(),
         ..Default::default()
     };
-    let plan = ClonePlan::new(options)?;
-    let mut remote = plan.spec.connect()?;
+    let mut plan = ClonePlan::new(options)?;
+    let mut remote = match plan.spec.connect() {
+        // An encrypted bucket this device has no key for: a passphrase, if
+        // someone is at the terminal to type it (nothing was written yet).
+        Err(dmv_sync::SyncError::Bucket(dmv_sync::BucketError::Locked { url, .. }))
+            if crate::keys::can_ask_passphrase() =>
+        {
+            let passphrase = crate::keys::ask_passphrase(&format!("Passphrase for {url}: "))?;
+            plan.spec.bucket.keys.passphrase = Some(std::sync::Arc::new(passphrase));
+            plan.spec.connect()?
+        }
+        connected => connected?,
+    };
     if plan.resuming && !quiet {
         eprintln!(
             "Resuming the clone of {} into {}",

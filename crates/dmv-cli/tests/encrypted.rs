@@ -352,6 +352,40 @@ fn a_passphrase_opens_an_encrypted_remote_on_a_device_without_a_key() {
     assert!(!t.join("wrong").exists());
     ok(clone("correct horse battery", "c"));
     assert_eq!(std::fs::read(t.join("c/one.txt")).unwrap(), b"one\n");
+    // Without DMV_PASSPHRASE, on a terminal, the clone asks for it.
+    let typed = |pass: &str, dir: &str| {
+        let mut c = std::process::Command::new("script");
+        let line = format!("{} clone -q s3://vault/r {dir}", bin().display());
+        minio.env(&mut c);
+        c.args(["-qec", &line, "/dev/null"])
+            .current_dir(t)
+            .env("SHELL", "/bin/sh")
+            .env("XDG_CONFIG_HOME", &carol)
+            .env("AWS_ENDPOINT_URL", minio.endpoint())
+            .env_remove("DMV_PASSPHRASE")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(format!("{pass}\n").as_bytes()).unwrap();
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).replace('\r', ""),
+        )
+    };
+    let (cloned, shown) = typed("correct horse battery", "typed");
+    assert!(cloned, "{shown}");
+    assert!(shown.contains("Passphrase for s3://vault/r: "), "{shown}");
+    assert_eq!(std::fs::read(t.join("typed/one.txt")).unwrap(), b"one\n");
+    let (cloned, shown) = typed("wrong horse", "mistyped");
+    assert!(
+        !cloned && shown.contains("passphrase does not open"),
+        "{shown}"
+    );
+    assert!(!t.join("mistyped").exists());
 
     // A rotation given the passphrase wraps it again; one without removes it.
     let rotate = |pass: Option<&str>| {
