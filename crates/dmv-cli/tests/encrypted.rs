@@ -592,6 +592,83 @@ fn a_rewrite_leaves_a_removed_key_nothing_to_read_and_finishes_when_cut_short() 
     }
 }
 
+/// A server in front of an encrypted bucket opens it only with a device key
+/// of its own (the studio's server trusted, the storage not): without one
+/// it refuses, saying why; with one, clients without keys clone and push
+/// through it, and the bucket still holds only ciphertext.
+#[test]
+fn a_server_in_front_of_an_encrypted_bucket_opens_it_with_its_own_key() {
+    if lacks(&[Need::Minio]) {
+        return;
+    }
+    let minio = Minio::start();
+    minio.create_bucket("vault");
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    let (alice, bob, server_home) = (t.join("alice"), t.join("bob"), t.join("server"));
+    let a = one_file_pushed_encrypted(&minio, &alice, t);
+    let credentials = [
+        ("AWS_ACCESS_KEY_ID", common::servers::MINIO_USER),
+        ("AWS_SECRET_ACCESS_KEY", common::servers::MINIO_SECRET),
+        ("AWS_REGION", "us-east-1"),
+    ];
+    let serve = |identity: &str| {
+        let config = t.join("server.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[repos]\nhub = {{ url = \"s3://vault/r\", endpoint = \"{}\"{identity} }}\n[tokens]\n\"bob-secret\" = {{ access = \"write\", user = \"bob\" }}\n",
+                minio.endpoint()
+            ),
+        )
+        .unwrap();
+        common::servers::HttpServer::start_with_env(&config, 0, &credentials)
+    };
+    let through = |server: &common::servers::HttpServer, dir: &Path, args: &[&str]| {
+        let mut c = dmv_cmd(dir);
+        c.env("XDG_CONFIG_HOME", &bob)
+            .env("DMV_TOKEN", "bob-secret")
+            .env_remove("DMV_PASSPHRASE")
+            .args(args.iter().map(|a| a.replace("URL", &server.url("hub"))));
+        c.output().unwrap()
+    };
+
+    let server = serve("");
+    let out = through(&server, t, &["clone", "-q", "URL", "refused"]);
+    let err = stderr(&out);
+    assert!(!out.status.success() && err.contains("encrypted"), "{err}");
+    assert!(!t.join("refused").exists());
+    drop(server);
+
+    let server_key = ok(on(&minio, &server_home, t, &["keys", "device"]));
+    ok(on(
+        &minio,
+        &alice,
+        &a,
+        &["keys", "add", "--recipient", server_key.trim()],
+    ));
+    let identity = server_home.join("dmv").join("identity");
+    let server = serve(&format!(", identity = \"{}\"", identity.display()));
+    ok(through(&server, t, &["clone", "-q", "URL", "b"]));
+    assert_eq!(std::fs::read(t.join("b/one.txt")).unwrap(), b"one\n");
+    let marker = "THROUGH-THE-SERVER-5c1e";
+    std::fs::write(t.join("b/two.txt"), format!("{marker}\n")).unwrap();
+    ok(through(&server, &t.join("b"), &["add", "."]));
+    ok(through(&server, &t.join("b"), &["commit", "-m", "second"]));
+    ok(through(&server, &t.join("b"), &["push", "origin", "main"]));
+    for (key, body) in file_bytes(&minio_data(&minio).join("vault")) {
+        assert!(
+            !contains(&body, marker.as_bytes()),
+            "{key} holds the marker"
+        );
+    }
+    ok(on(&minio, &alice, &a, &["pull", "origin", "main"]));
+    assert_eq!(
+        std::fs::read_to_string(a.join("two.txt")).unwrap(),
+        format!("{marker}\n")
+    );
+}
+
 #[test]
 fn wrapped_keys_past_their_budget_are_refused_unread() {
     if lacks(&[Need::Minio]) {

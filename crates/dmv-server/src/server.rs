@@ -841,13 +841,19 @@ fn serve_request(
                 endpoint,
                 region,
                 virtual_host_style,
+                identity,
             } => {
-                let options = dmv_sync::BucketOptions {
+                let mut options = dmv_sync::BucketOptions {
                     endpoint: endpoint.clone(),
                     region: region.clone(),
                     virtual_host_style: *virtual_host_style,
                     ..Default::default()
                 };
+                // Read at each request: a key replaced in the file takes effect at once.
+                if let Some(file) = identity {
+                    let key = dmv_sync::read_identity(file)?;
+                    options.keys.identities.push(std::sync::Arc::new(key));
+                }
                 // One mirror of the pack indexes for every request (each upload stages its packs apart).
                 let mut bucket = BucketRemote::open(url, &options, Some(cache.path()))?;
                 handle_relayed(&mut bucket, caller, request, &mut input, &mut output)

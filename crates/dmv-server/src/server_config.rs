@@ -146,6 +146,12 @@ pub enum RepoPlace {
         /// Virtual-host-style addressing instead of path style.
         #[serde(default)]
         virtual_host_style: bool,
+        /// A device key file (`dmv keys device` made one; relative: to the
+        /// configuration file) that opens the repository if it is
+        /// encrypted: the server reads it, the bucket holds only ciphertext.
+        /// Without one an encrypted repository is refused, saying why.
+        #[serde(default)]
+        identity: Option<PathBuf>,
     },
 }
 
@@ -204,7 +210,7 @@ impl ServerConfig {
         let base = path.parent().unwrap_or(Path::new("."));
         let dirs = config.repos.values_mut().filter_map(|place| match place {
             RepoPlace::Dir(dir) => Some(dir),
-            RepoPlace::Bucket { .. } => None,
+            RepoPlace::Bucket { identity, .. } => identity.as_mut(),
         });
         for dir in dirs
             .chain(config.tls_cert.iter_mut())
@@ -221,6 +227,15 @@ impl ServerConfig {
             })
         };
         for (name, place) in &config.repos {
+            if let RepoPlace::Bucket {
+                identity: Some(file),
+                ..
+            } = place
+            {
+                if let Err(e) = dmv_sync::read_identity(file) {
+                    return refuse(format!("[repos] {name}: {e}"));
+                }
+            }
             if let RepoPlace::Bucket { url, .. } = place {
                 if let Err(e) = dmv_sync::RemoteSpec::parse(url)
                     .map(|s| s.transport)
