@@ -669,6 +669,95 @@ fn a_server_in_front_of_an_encrypted_bucket_opens_it_with_its_own_key() {
     );
 }
 
+/// What a replica does with a plain bucket it does with an encrypted one:
+/// a `paths:` slice and a get on demand, whereis, fsck --from, a push cut
+/// after a pack and run again, sync, and a numcopies-safe drop --from.
+#[test]
+fn slices_repairs_resumes_and_drops_work_over_an_encrypted_remote() {
+    if lacks(&[Need::Minio]) {
+        return;
+    }
+    let minio = Minio::start();
+    minio.create_bucket("vault");
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    let (alice, bob) = (t.join("alice"), t.join("bob"));
+    let a = one_file_pushed_encrypted(&minio, &alice, t);
+    write_noise(&a.join("photo.raw"), 2_000_000, 21);
+    ok(on(&minio, &alice, &a, &["add", "."]));
+    ok(on(&minio, &alice, &a, &["commit", "-m", "photo"]));
+    ok(on(&minio, &alice, &a, &["push", "origin", "main"]));
+    let bob_key = ok(on(&minio, &bob, t, &["keys", "device"]));
+    ok(on(
+        &minio,
+        &alice,
+        &a,
+        &["keys", "add", "--recipient", bob_key.trim()],
+    ));
+
+    // A slice of the text files; the photo got on demand, byte for byte.
+    let slice = ["clone", "-q", "--slice", "paths:*.txt", "s3://vault/r", "b"];
+    ok(on(&minio, &bob, t, &slice));
+    let b = t.join("b");
+    assert!(!b.join("photo.raw").exists());
+    let whereis = ok(on(&minio, &bob, &b, &["whereis", "photo.raw"]));
+    assert!(whereis.contains("origin"), "{whereis}");
+    ok(on(&minio, &bob, &b, &["get", "photo.raw"]));
+    assert_eq!(
+        std::fs::read(b.join("photo.raw")).unwrap(),
+        std::fs::read(a.join("photo.raw")).unwrap()
+    );
+    ok(on(&minio, &bob, &b, &["fsck", "--from", "origin"]));
+
+    // (Before the killed push below: its lease holds drops off for minutes.)
+    // A drop from it keeps a copy counted elsewhere, and the bucket then
+    // no longer claims the photo.
+    let out = on(
+        &minio,
+        &alice,
+        &a,
+        &["drop", "--from", "origin", "--numcopies", "3", "photo.raw"],
+    );
+    assert!(!out.status.success(), "a drop left fewer copies than asked");
+    let drop = ["drop", "--from", "origin", "--numcopies", "1", "photo.raw"];
+    ok(on(&minio, &alice, &a, &drop));
+    let whereis = ok(on(&minio, &alice, &a, &["whereis", "photo.raw"]));
+    assert!(!whereis.contains("origin"), "{whereis}");
+    ok(on(&minio, &alice, &a, &["fsck", "--from", "origin"]));
+
+    // A push killed after its pack reached the bucket, run again, lands.
+    write_noise(&a.join("second.raw"), 3_000_000, 22);
+    ok(on(&minio, &alice, &a, &["add", "."]));
+    ok(on(&minio, &alice, &a, &["commit", "-m", "second"]));
+    let mut cut = dmv_cmd(&a);
+    minio.env(&mut cut);
+    let out = cut
+        .env("XDG_CONFIG_HOME", &alice)
+        .env("AWS_ENDPOINT_URL", minio.endpoint())
+        .env("DMV_FAILPOINT", "bucket-pack-uploaded")
+        .args(["push", "origin", "main"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "the failpoint did not fire");
+    ok(on(&minio, &alice, &a, &["push", "origin", "main"]));
+    ok(on(&minio, &bob, &b, &["pull", "origin", "main"]));
+    ok(on(&minio, &bob, &b, &["get", "second.raw"]));
+    assert_eq!(
+        std::fs::read(b.join("second.raw")).unwrap(),
+        std::fs::read(a.join("second.raw")).unwrap()
+    );
+
+    // Sync both ways through it.
+    std::fs::write(b.join("one.txt"), "one, edited by bob\n").unwrap();
+    ok(on(&minio, &bob, &b, &["commit", "-a", "-m", "bob's edit"]));
+    ok(on(&minio, &bob, &b, &["sync", "origin"]));
+    ok(on(&minio, &alice, &a, &["sync", "origin"]));
+    assert_eq!(
+        std::fs::read_to_string(a.join("one.txt")).unwrap(),
+        "one, edited by bob\n"
+    );
+}
+
 #[test]
 fn wrapped_keys_past_their_budget_are_refused_unread() {
     if lacks(&[Need::Minio]) {

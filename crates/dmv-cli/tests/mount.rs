@@ -500,6 +500,17 @@ fn a_meta_replica_mounted_fetches_only_the_chunks_reads_touch_and_keeps_them() {
 
 #[test]
 fn a_meta_replica_of_a_bucket_mounted_reads_only_the_ranges_its_reads_touch() {
+    meta_replica_of_a_bucket_mounted(false);
+}
+
+/// The same over an encrypted bucket: the ranges a read touches are whole
+/// sealed segments, and the bound holds.
+#[test]
+fn a_meta_replica_of_an_encrypted_bucket_mounted_reads_only_the_ranges_its_reads_touch() {
+    meta_replica_of_a_bucket_mounted(true);
+}
+
+fn meta_replica_of_a_bucket_mounted(encrypt: bool) {
     if lacks(&[Need::Fuse, Need::Minio]) {
         return;
     }
@@ -507,23 +518,25 @@ fn a_meta_replica_of_a_bucket_mounted_reads_only_the_ranges_its_reads_touch() {
     minio.create_bucket("mount");
     let t = tempfile::tempdir().unwrap();
     let src = project(t.path());
+    // This device's key, for the encrypted bucket.
+    let device = t.path().join("device-config");
+    let prepare = |cmd: &mut Command| {
+        minio.env(cmd);
+        cmd.env("XDG_CONFIG_HOME", &device);
+    };
     let with_minio = |dir: &Path, args: &[&str]| {
         let mut cmd = dmv_cmd(dir);
-        minio.env(&mut cmd);
+        prepare(&mut cmd);
         let out = cmd.args(args).output().unwrap();
         assert!(out.status.success(), "dmv {args:?}: {}", stderr(&out));
     };
-    with_minio(
-        &src,
-        &[
-            "remote",
-            "add",
-            "bucket",
-            "s3://mount/p",
-            "--endpoint",
-            &minio.endpoint(),
-        ],
-    );
+    let mut add = vec!["remote", "add", "bucket", "s3://mount/p", "--endpoint"];
+    let endpoint = minio.endpoint();
+    add.push(&endpoint);
+    if encrypt {
+        add.push("--encrypt");
+    }
+    with_minio(&src, &add);
     with_minio(&src, &["push", "bucket", "main"]);
     with_minio(
         t.path(),
@@ -541,14 +554,24 @@ fn a_meta_replica_of_a_bucket_mounted_reads_only_the_ranges_its_reads_touch() {
     let film = std::fs::read(src.join("media/film.bin")).unwrap();
     let (_, starts) = chunk_starts(&src, "HEAD", "media/film.bin");
 
-    let m = Mounted::new_with(&phone, &t.path().join("mnt"), &[], |cmd| minio.env(cmd));
+    if encrypt {
+        let sealed = minio.list("mount", "p/packs/");
+        assert!(
+            !sealed.is_empty()
+                && sealed
+                    .iter()
+                    .all(|k| k.ends_with(".p") || k.ends_with(".i")),
+            "{sealed:?}"
+        );
+    }
+    let m = Mounted::new_with(&phone, &t.path().join("mnt"), &[], prepare);
     read_at_boundaries(&m.path("media/film.bin"), &film, &starts[..8]);
     let fetched = m.unmount();
     assert!(
         fetched > 0 && fetched <= 10 * 2 * 256 * 1024,
         "8 boundaries and both ends read from the bucket fetched {fetched} bytes"
     );
-    let m = Mounted::new_with(&phone, &t.path().join("mnt"), &[], |cmd| minio.env(cmd));
+    let m = Mounted::new_with(&phone, &t.path().join("mnt"), &[], prepare);
     assert!(
         std::fs::read(m.path("media/film.bin")).unwrap() == film,
         "the film whole, from the bucket"
