@@ -191,7 +191,7 @@ impl Objects {
                 .await?
                 .to_vec(),
         );
-        s.open_range(key, plan, header.as_deref(), &fetched)
+        s.open_range(key, plan, header.as_deref(), fetched)
             .map_err(error)
     }
 

@@ -291,24 +291,27 @@ impl Sealing {
         key: &str,
         plan: &RangePlan,
         header_bytes: Option<&[u8]>,
-        fetched: &[u8],
+        mut fetched: Vec<u8>,
     ) -> Result<Vec<u8>, Unopened> {
         let header = match (plan.header, header_bytes) {
             (Some(h), _) => h,
             (None, Some(bytes)) => Header::parse(bytes).map_err(|e| unopened(key, e))?,
-            (None, None) => Header::parse(fetched).map_err(|e| unopened(key, e))?,
+            (None, None) => Header::parse(&fetched).map_err(|e| unopened(key, e))?,
         };
         let at = (plan.sealed.start - plan.fetch.start) as usize;
-        let segments = fetched
-            .get(at..)
-            .filter(|s| s.len() as u64 == plan.sealed.end - plan.sealed.start)
-            .ok_or_else(|| unopened(key, "the storage gave fewer bytes than asked"))?;
-        let mut plain = dmv_crypt::open_segments(
+        if fetched.len() < at || (fetched.len() - at) as u64 != plan.sealed.end - plan.sealed.start
+        {
+            return Err(unopened(key, "the storage gave fewer bytes than asked"));
+        }
+        // The segments opened in the buffer they came in (see
+        // `open_segments_in_place`); a header fetched with them moved out first.
+        fetched.drain(..at);
+        let mut plain = dmv_crypt::open_segments_in_place(
             &self.keyring,
             key.as_bytes(),
             &header,
             plan.first_segment,
-            segments,
+            fetched,
             plan.is_last,
         )
         .map_err(|e| unopened(key, e))?;
@@ -452,7 +455,7 @@ mod tests {
             if let Ok(Some(plan)) = s.plan_range(key, start..start + len) {
                 let header = plan.header_apart.then(|| &garbage[..garbage.len().min(25)]);
                 let fetched = garbage.get(..(plan.fetch.end - plan.fetch.start) as usize).unwrap_or(&garbage);
-                proptest::prop_assert!(s.open_range(key, &plan, header, fetched).is_err());
+                proptest::prop_assert!(s.open_range(key, &plan, header, fetched.to_vec()).is_err());
             }
         }
     }
@@ -468,7 +471,7 @@ mod tests {
             let plan = s.plan_range(key, range.clone()).unwrap().unwrap();
             let header = plan.header_apart.then(|| &sealed[..HEADER_LEN as usize]);
             let fetched = &sealed[plan.fetch.start as usize..plan.fetch.end as usize];
-            let got = s.open_range(key, &plan, header, fetched).unwrap();
+            let got = s.open_range(key, &plan, header, fetched.to_vec()).unwrap();
             assert_eq!(got, &data[range.start as usize..range.end as usize]);
         }
         // Far from the start, the header once known: only the segments are fetched.

@@ -44,7 +44,7 @@ pub use layout::{
     Header, SealedLayout, HEADER_LEN, LENGTH_LEN, MAX_DATA_LEN, SEALED_MAGIC, SEALED_SEGMENT_LEN,
     SEALED_VERSION, SEGMENT_LEN, TAG_LEN,
 };
-pub use open::{open, open_segments, SealedReader};
+pub use open::{open, open_segments, open_segments_in_place, SealedReader};
 pub use padding::padded_len;
 pub use stream::{seal, Sealer};
 pub use wrap::{

@@ -110,6 +110,28 @@ pub fn open_segments(
     bytes: &[u8],
     is_last: bool,
 ) -> Result<Vec<u8>> {
+    let mut owned = Vec::new();
+    owned
+        .try_reserve_exact(bytes.len())
+        .map_err(|_| Error::OutOfMemory {
+            what: "opened segments",
+            bytes: bytes.len() as u64,
+        })?;
+    owned.extend_from_slice(bytes);
+    open_segments_in_place(keyring, aad, header, first, owned, is_last)
+}
+
+/// [`open_segments`] in the buffer the segments came in, which becomes the
+/// plaintext: no second buffer of their size is taken (a clone reads
+/// gigabytes of segments, and each copy is that many fresh pages).
+pub fn open_segments_in_place(
+    keyring: &Keyring,
+    aad: &[u8],
+    header: &Header,
+    first: u64,
+    mut bytes: Vec<u8>,
+    is_last: bool,
+) -> Result<Vec<u8>> {
     let cipher = SegmentCipher::for_header(keyring, header)?;
     let seg = SEALED_SEGMENT_LEN as usize;
     let tail = bytes.len() % seg;
@@ -130,25 +152,23 @@ pub fn open_segments(
         .ok_or(Error::NotWholeSegments {
             len: bytes.len() as u64,
         })?;
-    let mut out = Vec::new();
-    out.try_reserve_exact(bytes.len() - count * TAG_LEN as usize)
-        .map_err(|_| Error::OutOfMemory {
-            what: "opened segments",
-            bytes: bytes.len() as u64,
-        })?;
-    for (k, chunk) in bytes.chunks(seg).enumerate() {
-        let index = first + k as u64;
+    // Each segment opened where it lies, its plaintext moved down over the
+    // tags of the segments before it.
+    let mut written = 0;
+    for k in 0..count {
+        let (start, end) = (k * seg, ((k + 1) * seg).min(bytes.len()));
         let last = is_last && k + 1 == count;
-        let start = out.len();
-        out.extend_from_slice(chunk);
-        if let Err(e) = cipher.open(index, last, aad, &mut out[start..]) {
+        if let Err(e) = cipher.open(first + k as u64, last, aad, &mut bytes[start..end]) {
             // Nothing of what did not verify is given out, nor left behind.
-            zeroize::Zeroize::zeroize(&mut out);
+            zeroize::Zeroize::zeroize(&mut bytes);
             return Err(e);
         }
-        out.truncate(out.len() - TAG_LEN as usize);
+        let plain = end - start - TAG_LEN as usize;
+        bytes.copy_within(start..start + plain, written);
+        written += plain;
     }
-    Ok(out)
+    bytes.truncate(written);
+    Ok(bytes)
 }
 
 /// Reads ranges of a sealed object's data from storage that can read
