@@ -90,7 +90,7 @@ fn sync(e: &SyncError) -> Option<String> {
             " (`dmv drop --unwanted` alone)".into()
         }
         SyncError::Bucket(BucketError::Locked { .. }) => {
-            "; on a device that opens it, `dmv keys add --recipient KEY` with the KEY `dmv keys device` prints here, or give its passphrase in DMV_PASSPHRASE".into()
+            "; on a device that opens it, `dmv keys add --recipient KEY` with the KEY `dmv keys device` prints here, or give its passphrase in DMV_PASSPHRASE (a clone on a terminal asks for it)".into()
         }
         SyncError::Bucket(BucketError::NoSuchKey { .. }) => " (`dmv keys list`)".into(),
         SyncError::Protocol(v) => return violation(v),
