@@ -725,21 +725,39 @@ fn slices_repairs_resumes_and_drops_work_over_an_encrypted_remote() {
     assert!(!whereis.contains("origin"), "{whereis}");
     ok(on(&minio, &alice, &a, &["fsck", "--from", "origin"]));
 
-    // A push killed after its pack reached the bucket, run again, lands.
-    write_noise(&a.join("second.raw"), 3_000_000, 22);
+    // A push killed after 40 MB went up, run again, lands, and sends
+    // again none of the pack (32 MiB) finished and published before.
+    write_noise(&a.join("second.raw"), 70_000_000, 22);
     ok(on(&minio, &alice, &a, &["add", "."]));
     ok(on(&minio, &alice, &a, &["commit", "-m", "second"]));
-    let mut cut = dmv_cmd(&a);
-    minio.env(&mut cut);
-    let out = cut
-        .env("XDG_CONFIG_HOME", &alice)
-        .env("AWS_ENDPOINT_URL", minio.endpoint())
-        .env("DMV_FAILPOINT", "bucket-pack-uploaded")
-        .args(["push", "origin", "main"])
-        .output()
+    let push = |env: (&str, &str)| {
+        let mut c = dmv_cmd(&a);
+        minio.env(&mut c);
+        c.env("XDG_CONFIG_HOME", &alice)
+            .env("AWS_ENDPOINT_URL", minio.endpoint())
+            .env("DMV_TRACE", "1")
+            .env(env.0, env.1)
+            .args(["push", "origin", "main"])
+            .output()
+            .unwrap()
+    };
+    let out = push(("DMV_ABORT_AFTER_BYTES", "40000000"));
+    assert!(!out.status.success(), "the push was not cut");
+    let out = push(("DMV_TRACE", "1"));
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let sent: u64 = err
+        .lines()
+        .find_map(|l| l.split(" bytes-sent ").nth(1)?.split(' ').next())
+        .unwrap_or_else(|| panic!("{err}"))
+        .parse()
         .unwrap();
-    assert!(!out.status.success(), "the failpoint did not fire");
-    ok(on(&minio, &alice, &a, &["push", "origin", "main"]));
+    // What was left, sealed (padded by up to 1/8), and not the pack before.
+    let left = 70_000_000 - (32 << 20);
+    assert!(
+        sent < left * 9 / 8 && sent < 70_000_000 - (16 << 20),
+        "the resumed push sent {sent}, {left} were left"
+    );
     ok(on(&minio, &bob, &b, &["pull", "origin", "main"]));
     ok(on(&minio, &bob, &b, &["get", "second.raw"]));
     assert_eq!(
