@@ -807,6 +807,73 @@ fn wrapped_keys_past_their_budget_are_refused_unread() {
     assert!(err.contains("more than 256"), "{err}");
 }
 
+/// A rewrite stopped between reading an object and writing it back while
+/// another device pushes: whichever object it was (the ref table, a
+/// location log, an index), the push is what stays, never the rewrite's
+/// older copy. Each round rotates first, so every object is on an old key
+/// and is read; the rewrite stops at its Nth, for every N up to the count
+/// before the first push (the listing order puts each kind within it).
+#[test]
+fn a_rewrite_never_writes_back_over_what_a_push_wrote_meanwhile() {
+    if lacks(&[Need::Minio]) {
+        return;
+    }
+    let minio = Minio::start();
+    minio.create_bucket("vault");
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    let (alice, bob) = (t.join("alice"), t.join("bob"));
+    let a = one_file_pushed_encrypted(&minio, &alice, t);
+    let bob_key = ok(on(&minio, &bob, t, &["keys", "device"]));
+    ok(on(
+        &minio,
+        &alice,
+        &a,
+        &["keys", "add", "--recipient", bob_key.trim()],
+    ));
+    ok(on(&minio, &bob, t, &["clone", "-q", "s3://vault/r", "b"]));
+    let b = t.join("b");
+    // The objects before any push of bob's (each push adds a pack, its
+    // index and more): every kind is among them.
+    let objects = sealed_epochs(&minio, t).len();
+    for n in 1..=objects {
+        ok(on(&minio, &alice, &a, &["keys", "rotate"]));
+        let mut rewrite = dmv_cmd(&a);
+        minio.env(&mut rewrite);
+        rewrite
+            .env("XDG_CONFIG_HOME", &alice)
+            .env("AWS_ENDPOINT_URL", minio.endpoint())
+            .args(["keys", "rewrite"]);
+        let paused = common::Paused::start(rewrite, &format!("bucket-reseal-read@{n}"));
+        std::fs::write(b.join(format!("b{n}.txt")), format!("bob {n}\n")).unwrap();
+        ok(on(&minio, &bob, &b, &["add", "."]));
+        ok(on(&minio, &bob, &b, &["commit", "-m", &format!("bob {n}")]));
+        ok(on(&minio, &bob, &b, &["push", "origin", "main"]));
+        let out = paused.resume();
+        assert!(out.status.success(), "{}", stderr(&out));
+        // Bob's push is there: his commit is the branch, his file in a clone.
+        ok(on(&minio, &alice, &a, &["fetch", "origin"]));
+        assert_eq!(
+            ok(on(&minio, &alice, &a, &["rev-parse", "origin/main"])),
+            ok(on(&minio, &bob, &b, &["rev-parse", "HEAD"])),
+            "the rewrite stopped at object {n} undid bob's push"
+        );
+    }
+    ok(on(
+        &minio,
+        &alice,
+        t,
+        &["clone", "-q", "s3://vault/r", "last"],
+    ));
+    ok(on(&minio, &alice, &t.join("last"), &["fsck"]));
+    for n in 1..=objects {
+        assert_eq!(
+            std::fs::read_to_string(t.join("last").join(format!("b{n}.txt"))).unwrap(),
+            format!("bob {n}\n")
+        );
+    }
+}
+
 /// The epoch in the header of every sealed object under `vault/r`.
 fn sealed_epochs(minio: &Minio, t: &Path) -> Vec<(String, u32)> {
     let body = t.join("sealed-object");
