@@ -274,20 +274,9 @@ impl Objects {
     }
 
     /// Every object under `prefix`, at any depth (a rewrite's listing),
-    /// without the directory markers; keys and lengths as stored.
+    /// as [`Objects::list`] gives them.
     pub async fn list_all(&self, prefix: &str) -> opendal::Result<Vec<Listed>> {
-        Ok(self
-            .op
-            .list_with(prefix)
-            .recursive(true)
-            .await?
-            .into_iter()
-            .filter(|e| !e.path().ends_with('/'))
-            .map(|e| Listed {
-                len: e.metadata().content_length(),
-                key: e.path().to_string(),
-            })
-            .collect())
+        self.listing(prefix, true).await
     }
 
     /// The objects whose keys start with `prefix` (a "directory": one
@@ -295,9 +284,14 @@ impl Objects {
     /// keys are as stored (an encrypted repository's: keyed names, which
     /// the other calls take as they are); the lengths too.
     pub async fn list(&self, prefix: &str) -> opendal::Result<Vec<Listed>> {
+        self.listing(prefix, false).await
+    }
+
+    async fn listing(&self, prefix: &str, recursive: bool) -> opendal::Result<Vec<Listed>> {
         let listed: Vec<Listed> = self
             .op
             .list_with(prefix)
+            .recursive(recursive)
             .await?
             .into_iter()
             .filter(|e| !e.path().ends_with('/'))
@@ -306,6 +300,7 @@ impl Objects {
                 key: e.path().to_string(),
             })
             .collect();
+        // A pack's sealed length, learnt here, spares a stat before its range reads.
         if let Some(s) = &self.sealing {
             listed.iter().for_each(|e| s.listed(&e.key, e.len));
         }

@@ -14,13 +14,17 @@ use common::*;
 /// Runs dmv in `dir` with the bucket's credentials and this device's
 /// config folder (its key) at `device`.
 fn on(minio: &Minio, device: &Path, dir: &Path, args: &[&str]) -> Output {
+    device_cmd(minio, device, dir).args(args).output().unwrap()
+}
+
+/// dmv in `dir` as [`on`] runs it, to be given more (a fail point, a trace).
+fn device_cmd(minio: &Minio, device: &Path, dir: &Path) -> std::process::Command {
     let mut c = dmv_cmd(dir);
     minio.env(&mut c);
     c.env("XDG_CONFIG_HOME", device)
         .env("AWS_ENDPOINT_URL", minio.endpoint())
-        .env_remove("DMV_PASSPHRASE")
-        .args(args);
-    c.output().unwrap()
+        .env_remove("DMV_PASSPHRASE");
+    c
 }
 
 fn ok(out: Output) -> String {
@@ -128,11 +132,7 @@ fn an_encrypted_remote_holds_only_ciphertext_and_opens_only_with_a_key() {
         t,
         &["clone", "-q", "--slice", "meta", "s3://vault/r", "m"],
     ));
-    let mut get = dmv_cmd(&t.join("m"));
-    minio.env(&mut get);
-    let out = get
-        .env("XDG_CONFIG_HOME", &bob)
-        .env("AWS_ENDPOINT_URL", minio.endpoint())
+    let out = device_cmd(&minio, &bob, &t.join("m"))
         .env("DMV_TRACE", "1")
         .args(["get", "shoot.raw"])
         .output()
@@ -319,11 +319,8 @@ fn a_passphrase_opens_an_encrypted_remote_on_a_device_without_a_key() {
     let t = top.path();
     let (alice, carol) = (t.join("alice-config"), t.join("carol-config"));
     let a = one_file_pushed_encrypted(&minio, &alice, t);
-    let mut add = dmv_cmd(&a);
-    minio.env(&mut add);
-    add.env("XDG_CONFIG_HOME", &alice)
-        .env("AWS_ENDPOINT_URL", minio.endpoint())
-        .args(["keys", "add", "--passphrase"])
+    let mut add = device_cmd(&minio, &alice, &a);
+    add.args(["keys", "add", "--passphrase"])
         .stdin(std::process::Stdio::piped());
     let mut child = add.spawn().unwrap();
     use std::io::Write;
@@ -335,11 +332,8 @@ fn a_passphrase_opens_an_encrypted_remote_on_a_device_without_a_key() {
         .unwrap();
     assert!(child.wait().unwrap().success());
     let clone = |pass: &str, dir: &str| {
-        let mut c = dmv_cmd(t);
-        minio.env(&mut c);
-        c.env("XDG_CONFIG_HOME", &carol)
-            .env("AWS_ENDPOINT_URL", minio.endpoint())
-            .env("DMV_PASSPHRASE", pass)
+        let mut c = device_cmd(&minio, &carol, t);
+        c.env("DMV_PASSPHRASE", pass)
             .args(["clone", "-q", "s3://vault/r", dir]);
         c.output().unwrap()
     };
@@ -389,12 +383,8 @@ fn a_passphrase_opens_an_encrypted_remote_on_a_device_without_a_key() {
 
     // A rotation given the passphrase wraps it again; one without removes it.
     let rotate = |pass: Option<&str>| {
-        let mut c = dmv_cmd(&a);
-        minio.env(&mut c);
-        c.env("XDG_CONFIG_HOME", &alice)
-            .env("AWS_ENDPOINT_URL", minio.endpoint())
-            .env_remove("DMV_PASSPHRASE")
-            .args(["keys", "rotate"]);
+        let mut c = device_cmd(&minio, &alice, &a);
+        c.args(["keys", "rotate"]);
         if let Some(p) = pass {
             c.env("DMV_PASSPHRASE", p);
         }
@@ -482,11 +472,7 @@ fn a_rewrite_leaves_a_removed_key_nothing_to_read_and_finishes_when_cut_short() 
     let kept = t.join("bob-kept-copy");
     minio.get("vault", &format!("r/keys/{bob_copy}"), &kept);
     ok(on(&minio, &alice, &a, &["keys", "remove", bob_key.trim()]));
-    let mut cut = dmv_cmd(&a);
-    minio.env(&mut cut);
-    let out = cut
-        .env("XDG_CONFIG_HOME", &alice)
-        .env("AWS_ENDPOINT_URL", minio.endpoint())
+    let out = device_cmd(&minio, &alice, &a)
         .env("DMV_FAILPOINT", "bucket-object-resealed@2")
         .args(["keys", "rotate", "--rewrite"])
         .output()
@@ -539,11 +525,7 @@ fn a_rewrite_leaves_a_removed_key_nothing_to_read_and_finishes_when_cut_short() 
         &["keys", "add", "--recipient", carol_key.trim()],
     ));
     ok(on(&minio, &carol, t, &["clone", "-q", "s3://vault/r", "c"]));
-    let mut cut = dmv_cmd(&a);
-    minio.env(&mut cut);
-    let out = cut
-        .env("XDG_CONFIG_HOME", &alice)
-        .env("AWS_ENDPOINT_URL", minio.endpoint())
+    let out = device_cmd(&minio, &alice, &a)
         .env("DMV_FAILPOINT", "bucket-key-rewrapped")
         .args(["keys", "rotate"])
         .output()
@@ -731,11 +713,8 @@ fn slices_repairs_resumes_and_drops_work_over_an_encrypted_remote() {
     ok(on(&minio, &alice, &a, &["add", "."]));
     ok(on(&minio, &alice, &a, &["commit", "-m", "second"]));
     let push = |env: (&str, &str)| {
-        let mut c = dmv_cmd(&a);
-        minio.env(&mut c);
-        c.env("XDG_CONFIG_HOME", &alice)
-            .env("AWS_ENDPOINT_URL", minio.endpoint())
-            .env("DMV_TRACE", "1")
+        let mut c = device_cmd(&minio, &alice, &a);
+        c.env("DMV_TRACE", "1")
             .env(env.0, env.1)
             .args(["push", "origin", "main"])
             .output()
@@ -838,12 +817,8 @@ fn a_rewrite_never_writes_back_over_what_a_push_wrote_meanwhile() {
     let objects = sealed_epochs(&minio, t).len();
     for n in 1..=objects {
         ok(on(&minio, &alice, &a, &["keys", "rotate"]));
-        let mut rewrite = dmv_cmd(&a);
-        minio.env(&mut rewrite);
-        rewrite
-            .env("XDG_CONFIG_HOME", &alice)
-            .env("AWS_ENDPOINT_URL", minio.endpoint())
-            .args(["keys", "rewrite"]);
+        let mut rewrite = device_cmd(&minio, &alice, &a);
+        rewrite.args(["keys", "rewrite"]);
         let paused = common::Paused::start(rewrite, &format!("bucket-reseal-read@{n}"));
         std::fs::write(b.join(format!("b{n}.txt")), format!("bob {n}\n")).unwrap();
         ok(on(&minio, &bob, &b, &["add", "."]));
