@@ -11,7 +11,7 @@ use std::process::{Child, Command, Output, Stdio};
 
 use common::needs::{lacks, Need};
 use common::remote::{commit_all, fsck_clean, ok, one_line_error};
-use common::servers::{HttpServer, Minio, Sshd};
+use common::servers::{HttpServer, S3Server, Sshd};
 use common::*;
 
 const N: usize = 8;
@@ -211,7 +211,7 @@ fn eight_clients_pushing_to_one_bucket_lose_nothing() {
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
     let hub = seeded_hub(t);
-    let minio = Minio::start();
+    let minio = S3Server::minio();
     minio.create_bucket("crowd");
     let seed = t.join("seed");
     dmv(

@@ -19,7 +19,7 @@ use std::process::{Command, Output};
 use common::needs::{lacks, Need};
 use common::proxy::CuttingProxy;
 use common::remote::{commit_all, fsck_clean, head_of, one_line_error};
-use common::servers::{HttpServer, Minio, Sshd};
+use common::servers::{HttpServer, S3Server, Sshd};
 use common::*;
 
 const MIB: u64 = 1 << 20;
@@ -53,7 +53,7 @@ struct Cuts {
 
 struct Net {
     sshd: Sshd,
-    minio: Minio,
+    minio: S3Server,
     _http: HttpServer,
     proxies: BTreeMap<&'static str, CuttingProxy>,
 }
@@ -152,7 +152,7 @@ fn cut_pushes_and_clones_fail_in_one_line_and_resume_resending_at_most_a_pack() 
     let src = top.path().join("src");
     source(&src);
     let sshd = Sshd::start();
-    let minio = Minio::start();
+    let minio = S3Server::minio();
     minio.create_bucket("cuts");
     let http = HttpServer::start(&make_hubs(&root, places), top.path(), 0);
     let minio_port: u16 = minio

@@ -1,6 +1,6 @@
-//! Encrypted bucket remotes (issue 68) against a real MinIO: what the
-//! storage holds after a push, who can clone, and what happens when the
-//! storage changes what it holds.
+//! Encrypted bucket remotes (issue 68) against a real MinIO, the first
+//! three on moto as well: what the storage holds after a push, who can
+//! clone, and what happens when the storage changes what it holds.
 
 mod common;
 
@@ -8,17 +8,17 @@ use std::path::Path;
 use std::process::Output;
 
 use common::needs::{lacks, Need};
-use common::servers::Minio;
+use common::servers::{S3Kind, S3Server};
 use common::*;
 
 /// Runs dmv in `dir` with the bucket's credentials and this device's
 /// config folder (its key) at `device`.
-fn on(minio: &Minio, device: &Path, dir: &Path, args: &[&str]) -> Output {
+fn on(minio: &S3Server, device: &Path, dir: &Path, args: &[&str]) -> Output {
     device_cmd(minio, device, dir).args(args).output().unwrap()
 }
 
 /// dmv in `dir` as [`on`] runs it, to be given more (a fail point, a trace).
-fn device_cmd(minio: &Minio, device: &Path, dir: &Path) -> std::process::Command {
+fn device_cmd(minio: &S3Server, device: &Path, dir: &Path) -> std::process::Command {
     let mut c = dmv_cmd(dir);
     minio.env(&mut c);
     c.env("XDG_CONFIG_HOME", device)
@@ -33,7 +33,7 @@ fn ok(out: Output) -> String {
 }
 
 /// `t/a`: a repository of one file, pushed to `s3://vault/r` encrypted.
-fn one_file_pushed_encrypted(minio: &Minio, device: &Path, t: &Path) -> std::path::PathBuf {
+fn one_file_pushed_encrypted(minio: &S3Server, device: &Path, t: &Path) -> std::path::PathBuf {
     let a = t.join("a");
     ok(on(minio, device, t, &["init", "a"]));
     std::fs::write(a.join("one.txt"), "one\n").unwrap();
@@ -47,10 +47,13 @@ fn one_file_pushed_encrypted(minio: &Minio, device: &Path, t: &Path) -> std::pat
 
 #[test]
 fn an_encrypted_remote_holds_only_ciphertext_and_opens_only_with_a_key() {
-    if lacks(&[Need::Minio]) {
+    holds_only_ciphertext(S3Kind::Minio);
+}
+
+fn holds_only_ciphertext(kind: S3Kind) {
+    let Some(minio) = S3Server::start_if_here(kind) else {
         return;
-    }
-    let minio = Minio::start();
+    };
     minio.create_bucket("vault");
     let top = tempfile::tempdir().unwrap();
     let t = top.path();
@@ -72,8 +75,12 @@ fn an_encrypted_remote_holds_only_ciphertext_and_opens_only_with_a_key() {
 
     // Nothing the storage holds names or contains what was pushed.
     let commit = ok(on(&minio, &alice, &a, &["rev-parse", "HEAD"]));
-    let data = minio_data(&minio).join("vault");
-    let objects = file_bytes(&data);
+    // What any S3 client reads, and for MinIO also what it keeps on disk.
+    let mut objects = minio.objects("vault", "");
+    if kind == S3Kind::Minio {
+        let on_disk = file_bytes(&minio.data_dir().join("vault"));
+        objects.extend(on_disk.into_iter().map(|(k, v)| (format!("disk:{k}"), v)));
+    }
     assert!(
         objects.keys().any(|k| k.contains("packs/")),
         "{:?}",
@@ -164,10 +171,13 @@ fn an_encrypted_remote_holds_only_ciphertext_and_opens_only_with_a_key() {
 
 #[test]
 fn an_object_the_storage_swaps_or_changes_is_refused_by_name() {
-    if lacks(&[Need::Minio]) {
+    refuses_what_the_storage_changes(S3Kind::Minio);
+}
+
+fn refuses_what_the_storage_changes(kind: S3Kind) {
+    let Some(minio) = S3Server::start_if_here(kind) else {
         return;
-    }
-    let minio = Minio::start();
+    };
     minio.create_bucket("vault");
     let top = tempfile::tempdir().unwrap();
     let t = top.path();
@@ -313,7 +323,7 @@ fn a_passphrase_opens_an_encrypted_remote_on_a_device_without_a_key() {
     if lacks(&[Need::Minio]) {
         return;
     }
-    let minio = Minio::start();
+    let minio = S3Server::minio();
     minio.create_bucket("vault");
     let top = tempfile::tempdir().unwrap();
     let t = top.path();
@@ -438,10 +448,13 @@ fn a_passphrase_opens_an_encrypted_remote_on_a_device_without_a_key() {
 
 #[test]
 fn a_rewrite_leaves_a_removed_key_nothing_to_read_and_finishes_when_cut_short() {
-    if lacks(&[Need::Minio]) {
+    rewrites_and_rotates(S3Kind::Minio);
+}
+
+fn rewrites_and_rotates(kind: S3Kind) {
+    let Some(minio) = S3Server::start_if_here(kind) else {
         return;
-    }
-    let minio = Minio::start();
+    };
     minio.create_bucket("vault");
     let top = tempfile::tempdir().unwrap();
     let t = top.path();
@@ -583,7 +596,7 @@ fn a_server_in_front_of_an_encrypted_bucket_opens_it_with_its_own_key() {
     if lacks(&[Need::Minio]) {
         return;
     }
-    let minio = Minio::start();
+    let minio = S3Server::minio();
     minio.create_bucket("vault");
     let top = tempfile::tempdir().unwrap();
     let t = top.path();
@@ -638,7 +651,7 @@ fn a_server_in_front_of_an_encrypted_bucket_opens_it_with_its_own_key() {
     ok(through(&server, &t.join("b"), &["add", "."]));
     ok(through(&server, &t.join("b"), &["commit", "-m", "second"]));
     ok(through(&server, &t.join("b"), &["push", "origin", "main"]));
-    for (key, body) in file_bytes(&minio_data(&minio).join("vault")) {
+    for (key, body) in file_bytes(&minio.data_dir().join("vault")) {
         assert!(
             !contains(&body, marker.as_bytes()),
             "{key} holds the marker"
@@ -659,7 +672,7 @@ fn slices_repairs_resumes_and_drops_work_over_an_encrypted_remote() {
     if lacks(&[Need::Minio]) {
         return;
     }
-    let minio = Minio::start();
+    let minio = S3Server::minio();
     minio.create_bucket("vault");
     let top = tempfile::tempdir().unwrap();
     let t = top.path();
@@ -760,7 +773,7 @@ fn wrapped_keys_past_their_budget_are_refused_unread() {
     if lacks(&[Need::Minio]) {
         return;
     }
-    let minio = Minio::start();
+    let minio = S3Server::minio();
     minio.create_bucket("vault");
     let top = tempfile::tempdir().unwrap();
     let t = top.path();
@@ -797,7 +810,7 @@ fn a_rewrite_never_writes_back_over_what_a_push_wrote_meanwhile() {
     if lacks(&[Need::Minio]) {
         return;
     }
-    let minio = Minio::start();
+    let minio = S3Server::minio();
     minio.create_bucket("vault");
     let top = tempfile::tempdir().unwrap();
     let t = top.path();
@@ -850,7 +863,7 @@ fn a_rewrite_never_writes_back_over_what_a_push_wrote_meanwhile() {
 }
 
 /// The epoch in the header of every sealed object under `vault/r`.
-fn sealed_epochs(minio: &Minio, t: &Path) -> Vec<(String, u32)> {
+fn sealed_epochs(minio: &S3Server, t: &Path) -> Vec<(String, u32)> {
     let body = t.join("sealed-object");
     minio
         .list("vault", "r/")
@@ -870,6 +883,22 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-fn minio_data(minio: &Minio) -> std::path::PathBuf {
-    minio.data_dir().to_path_buf()
+/// The same tests on the suite's second S3 implementation.
+mod on_moto {
+    use super::*;
+
+    #[test]
+    fn an_encrypted_remote_holds_only_ciphertext_and_opens_only_with_a_key() {
+        holds_only_ciphertext(S3Kind::Moto);
+    }
+
+    #[test]
+    fn an_object_the_storage_swaps_or_changes_is_refused_by_name() {
+        refuses_what_the_storage_changes(S3Kind::Moto);
+    }
+
+    #[test]
+    fn a_rewrite_leaves_a_removed_key_nothing_to_read_and_finishes_when_cut_short() {
+        rewrites_and_rotates(S3Kind::Moto);
+    }
 }

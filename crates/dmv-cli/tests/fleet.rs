@@ -77,7 +77,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use common::needs::{lacks, Need};
-use common::servers::{HttpServer, Minio, Sshd, MINIO_SECRET, MINIO_USER};
+use common::servers::{HttpServer, S3Server, Sshd, MINIO_SECRET, MINIO_USER};
 use common::*;
 use dmv_repo::store::object::{decode, FileNode};
 use dmv_repo::store::{ObjectId, ObjectKind, StoreError};
@@ -512,7 +512,7 @@ struct Fleet {
     hub_port: u16,
     /// Every HTTP server started, its output (checked for panics).
     hub_logs: Mutex<Vec<std::sync::Arc<Mutex<Vec<String>>>>>,
-    minio: Mutex<Minio>,
+    minio: Mutex<S3Server>,
     endpoint: String,
     /// The environment every dmv command gets: MinIO's credentials, short
     /// bucket leases, and what ssh remotes need.
@@ -563,7 +563,7 @@ impl Fleet {
     /// from the hub.
     fn start(root: PathBuf) -> Fleet {
         let sshd = Sshd::start();
-        let minio = Minio::start();
+        let minio = S3Server::minio();
         minio.create_bucket(BUCKET);
         dmv(&root, &["init", "--bare", "hub"]);
         // The same server also serves the bucket (issue 44, item 5): the desk reaches it through the server, the others directly.
@@ -2095,7 +2095,7 @@ fn a_drop_from_a_bucket_cut_short_leaves_no_claim_of_the_copy_it_removed() {
     if lacks(&[Need::Minio]) {
         return;
     }
-    let minio = Minio::start();
+    let minio = S3Server::minio();
     minio.create_bucket("cut");
     let t = tempfile::tempdir().unwrap();
     let src = t.path().join("src");

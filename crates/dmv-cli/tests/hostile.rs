@@ -203,8 +203,8 @@ fn a_bucket_holding_oversized_objects_is_refused_before_they_are_read() {
     if lacks(&[Need::Minio]) {
         return;
     }
-    use common::servers::Minio;
-    let minio = Minio::start();
+    use common::servers::S3Server;
+    let minio = S3Server::minio();
     minio.create_bucket("evil");
     let top = tempfile::tempdir().unwrap();
     let t = top.path();

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use common::needs::{lacks, Need};
 use common::remote::{commit_all, fsck_clean, head_of};
-use common::servers::{HttpServer, Minio, Sshd};
+use common::servers::{HttpServer, S3Server, Sshd};
 use common::*;
 
 /// Fail points of the store and the ref tables a write passes through.
@@ -48,7 +48,7 @@ enum Transport {
 /// The servers the transports need, started once.
 struct Servers {
     sshd: Sshd,
-    minio: Minio,
+    minio: S3Server,
 }
 
 /// One trial's repositories: a hub (bare), a client cloned from it with
@@ -649,7 +649,7 @@ fn every_writing_command_killed_anywhere_recovers_on_every_transport() {
     let full = std::env::var("DMV_KILLS").is_ok_and(|v| v == "full");
     let servers = Servers {
         sshd: Sshd::start(),
-        minio: Minio::start(),
+        minio: S3Server::minio(),
     };
     servers.minio.create_bucket("kills");
     let mut counts: BTreeMap<String, Counts> = BTreeMap::new();

@@ -7,7 +7,7 @@
 mod common;
 use common::needs::{lacks, Need};
 use common::remote::*;
-use common::servers::{HttpServer, Minio, Sshd};
+use common::servers::{HttpServer, S3Server, Sshd};
 use common::*;
 
 use std::os::unix::fs::PermissionsExt;
@@ -361,7 +361,7 @@ fn locks_in_a_bucket_are_conditional_objects_that_hold_across_clients() {
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
     seeded_hub(t);
-    let minio = Minio::start();
+    let minio = S3Server::minio();
     minio.create_bucket("locks");
     let s3_env = |c: &mut Command| minio.env(c);
     let seed = Client {
@@ -504,7 +504,7 @@ fn two_clients_locking_one_path_at_once_exactly_one_wins_on_every_transport() {
     };
     race(&ssh_a, &ssh_b, "ssh", 8);
 
-    let minio = Minio::start();
+    let minio = S3Server::minio();
     minio.create_bucket("race");
     let s3_env = |c: &mut Command| minio.env(c);
     let seed = Client {
@@ -640,7 +640,7 @@ fn a_lock_through_one_server_of_a_tier_waits_for_a_push_through_another() {
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
     seeded_hub(t);
-    let minio = Minio::start();
+    let minio = S3Server::minio();
     minio.create_bucket("tier");
     let seed = t.join("seed");
     let mut push = dmv_cmd(&seed);

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use common::needs::{lacks, Need};
 use common::proxy::CuttingProxy;
 use common::remote::{fsck_clean, ok};
-use common::servers::{HttpServer, Minio};
+use common::servers::{HttpServer, S3Server};
 use common::*;
 use dmv_repo::store::ObjectId;
 use dmv_repo::Repository;
@@ -514,7 +514,7 @@ fn meta_replica_of_a_bucket_mounted(encrypt: bool) {
     if lacks(&[Need::Fuse, Need::Minio]) {
         return;
     }
-    let minio = Minio::start();
+    let minio = S3Server::minio();
     minio.create_bucket("mount");
     let t = tempfile::tempdir().unwrap();
     let src = project(t.path());

@@ -5,7 +5,7 @@
 mod common;
 use common::needs::{lacks, Need};
 use common::remote::*;
-use common::servers::Minio;
+use common::servers::{S3Kind, S3Server};
 use common::*;
 
 use std::os::unix::fs::{FileExt, PermissionsExt};
@@ -15,20 +15,20 @@ use std::time::Duration;
 
 const MIB: u64 = 1 << 20;
 
-fn s3(minio: &Minio, dir: &Path, args: &[&str]) -> Output {
+fn s3(minio: &S3Server, dir: &Path, args: &[&str]) -> Output {
     let mut cmd = dmv_cmd(dir);
     cmd.args(args);
     minio.env(&mut cmd);
     cmd.output().unwrap()
 }
 
-fn s3_ok(minio: &Minio, dir: &Path, args: &[&str]) -> Output {
+fn s3_ok(minio: &S3Server, dir: &Path, args: &[&str]) -> Output {
     let out = s3(minio, dir, args);
     ok(&out);
     out
 }
 
-fn s3_traced(minio: &Minio, dir: &Path, args: &[&str]) -> (Output, u64, u64) {
+fn s3_traced(minio: &S3Server, dir: &Path, args: &[&str]) -> (Output, u64, u64) {
     traced(dir, args, |c| minio.env(c))
 }
 
@@ -39,7 +39,7 @@ fn is_pack_key(key: &str, ext: &str) -> bool {
 }
 
 /// The bucket holds only the documented layout; returns the pack keys.
-fn check_layout(minio: &Minio, bucket: &str, prefix: &str) -> Vec<String> {
+fn check_layout(minio: &S3Server, bucket: &str, prefix: &str) -> Vec<String> {
     let keys: Vec<String> = minio
         .list(bucket, &format!("{prefix}/"))
         .into_iter()
@@ -76,10 +76,13 @@ fn check_layout(minio: &Minio, bucket: &str, prefix: &str) -> Vec<String> {
 
 #[test]
 fn push_clone_pull_and_merge_through_a_bucket() {
-    if lacks(&[Need::Minio]) {
+    push_clone_pull_and_merge(S3Kind::Minio);
+}
+
+fn push_clone_pull_and_merge(kind: S3Kind) {
+    let Some(minio) = S3Server::start_if_here(kind) else {
         return;
-    }
-    let minio = Minio::start();
+    };
     minio.create_bucket("studio");
     let top = tempfile::tempdir().unwrap();
     let t = top.path();
@@ -255,7 +258,7 @@ fn edits_push_and_fetch_only_what_changed_with_ranged_reads() {
     if lacks(&[Need::Minio]) {
         return;
     }
-    let minio = Minio::start();
+    let minio = S3Server::minio();
     minio.create_bucket("takes");
     let top = tempfile::tempdir().unwrap();
     let t = top.path();
@@ -330,7 +333,7 @@ fn interrupted_pushes_resume_without_reuploading_finished_packs() {
     if lacks(&[Need::Minio]) {
         return;
     }
-    let minio = Minio::start();
+    let minio = S3Server::minio();
     minio.create_bucket("resume");
     let top = tempfile::tempdir().unwrap();
     let t = top.path();
@@ -423,10 +426,13 @@ fn interrupted_pushes_resume_without_reuploading_finished_packs() {
 
 #[test]
 fn racing_pushes_exactly_one_wins_and_nothing_is_lost() {
-    if lacks(&[Need::Minio]) {
+    racing_pushes(S3Kind::Minio);
+}
+
+fn racing_pushes(kind: S3Kind) {
+    let Some(minio) = S3Server::start_if_here(kind) else {
         return;
-    }
-    let minio = Minio::start();
+    };
     minio.create_bucket("race");
     let top = tempfile::tempdir().unwrap();
     let t = top.path();
@@ -558,7 +564,7 @@ fn racing_pushes_exactly_one_wins_and_nothing_is_lost() {
 
 /// A push that pauses between reading the ref table and swapping it, so two
 /// of them started together always race on the swap.
-fn spawn_push(minio: &Minio, dir: &Path, args: &[&str]) -> std::process::Child {
+fn spawn_push(minio: &S3Server, dir: &Path, args: &[&str]) -> std::process::Child {
     let mut cmd: Command = dmv_cmd(dir);
     cmd.arg("push")
         .args(args)
@@ -574,7 +580,7 @@ fn wrong_credentials_missing_bucket_stopped_server_and_damage_give_one_line_erro
     if lacks(&[Need::Minio]) {
         return;
     }
-    let mut minio = Minio::start();
+    let mut minio = S3Server::minio();
     minio.create_bucket("photos");
     let top = tempfile::tempdir().unwrap();
     let t = top.path();
@@ -761,7 +767,7 @@ fn a_push_to_a_bucket_reports_the_bytes_that_reached_it() {
     if lacks(&[Need::Minio]) {
         return;
     }
-    let minio = Minio::start();
+    let minio = S3Server::minio();
     minio.create_bucket("progress");
     let repo = new_repo();
     let d = repo.path();
@@ -823,7 +829,7 @@ fn a_fetch_reads_location_logs_whole_while_a_push_grows_one() {
     if lacks(&[Need::Minio]) {
         return;
     }
-    let minio = Minio::start();
+    let minio = S3Server::minio();
     minio.create_bucket("growing");
     let top = tempfile::tempdir().unwrap();
     let t = top.path();
@@ -894,7 +900,7 @@ fn annotated_tags_go_through_a_bucket() {
     if lacks(&[Need::Minio]) {
         return;
     }
-    let minio = Minio::start();
+    let minio = S3Server::minio();
     minio.create_bucket("studio");
     let top = tempfile::tempdir().unwrap();
     let t = top.path();
@@ -965,4 +971,20 @@ fn annotated_tags_go_through_a_bucket() {
         out.stdout == Noise::new(2).bytes(100_000),
         "the version only the tag names came whole"
     );
+}
+
+/// The same tests on the suite's second S3 implementation, whose
+/// conditional writes and listings come from other code than MinIO's.
+mod on_moto {
+    use super::*;
+
+    #[test]
+    fn push_clone_pull_and_merge_through_a_bucket() {
+        push_clone_pull_and_merge(S3Kind::Moto);
+    }
+
+    #[test]
+    fn racing_pushes_exactly_one_wins_and_nothing_is_lost() {
+        racing_pushes(S3Kind::Moto);
+    }
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::needs::{lacks, Need};
 use common::remote::{commit_all, fsck_clean, ok, one_line_error, traced};
-use common::servers::{HttpServer, Minio, Sshd};
+use common::servers::{HttpServer, S3Server, Sshd};
 use common::*;
 
 const FILE: u64 = 200 * 1024;
@@ -358,7 +358,7 @@ fn meta_clones_and_get_work_over_ssh_http_and_object_storage() {
     assert!(!d.join("f01/p0.raw").exists());
     assert!(dmv(t, &["whereis", "--help"]).contains("unknown (never asked from here"));
 
-    let minio = Minio::start();
+    let minio = S3Server::minio();
     minio.create_bucket("partial");
     let bucket = "s3://partial/shoot";
     let endpoint = minio.endpoint();
@@ -1059,7 +1059,7 @@ fn whereis_names_a_replica_known_only_through_another() {
 }
 
 /// The bytes of every pack in the bucket.
-fn bucket_pack_bytes(minio: &Minio, bucket: &str) -> u64 {
+fn bucket_pack_bytes(minio: &S3Server, bucket: &str) -> u64 {
     minio
         .list_sizes(bucket, "")
         .iter()
@@ -1071,7 +1071,7 @@ fn bucket_pack_bytes(minio: &Minio, bucket: &str) -> u64 {
 /// `src`, holding `f00/p0.raw` (2 MiB), `f00/p1.raw` (p0's bytes and 1 MiB
 /// more: it shares p0's chunks) and `f00/p2.raw` (1 MiB of its own),
 /// pushed to `s3://<bucket>/shoot` as remote `bucket`.
-fn shoot_in_a_bucket(minio: &Minio, t: &Path, bucket: &str) -> std::path::PathBuf {
+fn shoot_in_a_bucket(minio: &S3Server, t: &Path, bucket: &str) -> std::path::PathBuf {
     let src = t.join("src");
     std::fs::create_dir_all(src.join("f00")).unwrap();
     dmv(&src, &["init"]);
@@ -1104,7 +1104,7 @@ fn a_drop_from_a_bucket_rewrites_its_packs_and_keeps_chunks_other_files_share() 
     if lacks(&[Need::Minio]) {
         return;
     }
-    let minio = Minio::start();
+    let minio = S3Server::minio();
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
     let src = shoot_in_a_bucket(&minio, t, "drops");
@@ -1218,7 +1218,7 @@ fn a_drop_from_a_bucket_keeps_clear_of_pushes_and_other_drops_and_survives_a_kil
     if lacks(&[Need::Minio]) {
         return;
     }
-    let minio = Minio::start();
+    let minio = S3Server::minio();
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
     let src = shoot_in_a_bucket(&minio, t, "races");

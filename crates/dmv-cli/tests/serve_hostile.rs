@@ -1865,7 +1865,7 @@ fn a_server_in_front_of_a_bucket_refuses_what_a_server_on_a_disk_refuses() {
     use dmv_repo::store::{ObjectKind, StoredObject};
     let top = setup();
     let t = top.path();
-    let minio = common::servers::Minio::start();
+    let minio = common::servers::S3Server::minio();
     minio.create_bucket("hostile");
     let mut push = dmv_cmd(&t.join("a"));
     minio.env(&mut push);

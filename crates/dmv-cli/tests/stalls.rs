@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::needs::{lacks, Need};
 use common::remote::{head_of, ok, one_line_error, snapshot};
-use common::servers::{HttpServer, Minio, Sshd, MINIO_SECRET, MINIO_USER};
+use common::servers::{HttpServer, S3Server, Sshd, MINIO_SECRET, MINIO_USER};
 use common::*;
 
 /// The wait each remote is allowed here, in seconds.
@@ -97,7 +97,7 @@ fn frozen_remotes_are_abandoned_after_the_timeout_and_the_next_copy_serves() {
 
     // Four full copies: a hub over HTTP, one over ssh, a bucket, and a backup on this disk.
     let sshd = Sshd::start();
-    let minio = Minio::start();
+    let minio = S3Server::minio();
     minio.create_bucket("stalls");
     let env = |c: &mut Command| {
         sshd.env(c);
@@ -303,7 +303,7 @@ const BUCKET_CREDENTIALS: [(&str, &str); 3] = [
 /// A repository made in `bucket` (created) by a first push from a new
 /// repository at `first` with one commit; returns the configuration of a
 /// server serving it as `hub`, with the write token `w`, next to `first`.
-fn repository_in_a_bucket(minio: &Minio, bucket: &str, first: &Path) -> std::path::PathBuf {
+fn repository_in_a_bucket(minio: &S3Server, bucket: &str, first: &Path) -> std::path::PathBuf {
     minio.create_bucket(bucket);
     std::fs::create_dir(first).unwrap();
     dmv(first, &["init"]);
@@ -335,7 +335,7 @@ fn two_servers_over_one_bucket_serve_one_repository_while_each_is_killed_frozen_
     }
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
-    let minio = Minio::start();
+    let minio = S3Server::minio();
     let laptop = t.join("laptop");
     let config = repository_in_a_bucket(&minio, "tier", &laptop);
     let credentials = BUCKET_CREDENTIALS;
@@ -502,7 +502,7 @@ fn pushes_at_once_through_one_server_over_a_bucket_both_land_or_one_is_told_to_p
     }
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
-    let minio = Minio::start();
+    let minio = S3Server::minio();
     let config = repository_in_a_bucket(&minio, "twice", &t.join("seed"));
     let server = HttpServer::start_with_env(&config, 0, &BUCKET_CREDENTIALS);
     let none = |_: &mut Command| {};
@@ -578,7 +578,7 @@ fn a_server_whose_bucket_cache_was_deleted_rebuilds_it_from_the_bucket() {
     }
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
-    let minio = Minio::start();
+    let minio = S3Server::minio();
     let config = repository_in_a_bucket(&minio, "cleaned", &t.join("seed"));
     let server_tmp = t.join("server-tmp");
     std::fs::create_dir(&server_tmp).unwrap();

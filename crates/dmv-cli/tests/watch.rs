@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::needs::{lacks, Need};
 use common::remote::{commit_all, fsck_clean, ok};
-use common::servers::{HttpServer, Minio};
+use common::servers::{HttpServer, S3Server};
 use common::*;
 
 /// Long enough for any of these waits on a loaded two-core machine; a
@@ -279,8 +279,8 @@ const TOKEN: &str = "watch-test-token";
 
 /// A MinIO with `bucket` made, and a bare repository `hub` in `t` served
 /// over HTTP, writable with [`TOKEN`].
-fn hub_and_bucket(t: &Path, bucket: &str) -> (Minio, HttpServer) {
-    let minio = Minio::start();
+fn hub_and_bucket(t: &Path, bucket: &str) -> (S3Server, HttpServer) {
+    let minio = S3Server::minio();
     minio.create_bucket(bucket);
     dmv(t, &["init", "--bare", "hub"]);
     let hub = HttpServer::start(
@@ -292,7 +292,7 @@ fn hub_and_bucket(t: &Path, bucket: &str) -> (Minio, HttpServer) {
 }
 
 /// What a replica's commands and watcher need: MinIO's credentials and the hub's token.
-fn env_of(minio: &Minio) -> impl Fn(&mut Command) + '_ {
+fn env_of(minio: &S3Server) -> impl Fn(&mut Command) + '_ {
     move |cmd: &mut Command| {
         minio.env(cmd);
         cmd.env("DMV_TOKEN", TOKEN);

@@ -1,5 +1,5 @@
 //! What some tests need beyond Rust and this build: real servers and kernel
-//! facilities (sshd, MinIO, Chromium, FUSE, exFAT on a loop device). Plain
+//! facilities (sshd, MinIO, moto, Chromium, FUSE, exFAT on a loop device). Plain
 //! `cargo test` on a machine without one of them skips the tests that need
 //! it, saying so on stderr; `scripts/test` installs them all and sets
 //! `DMV_TEST_EVERYTHING`, under which a missing one fails the test instead.
@@ -13,6 +13,8 @@ pub enum Need {
     Sshd,
     /// A MinIO binary for bucket remotes.
     Minio,
+    /// moto's S3 server, the second S3 implementation.
+    Moto,
     /// Chromium and chromedriver for the web UI.
     Chromium,
     /// The kernel's FUSE and fusermount3 for `dmv mount`.
@@ -38,6 +40,9 @@ impl Need {
             Need::Minio => super::servers::find_minio()
                 .is_none()
                 .then_some("MinIO is not installed (nor named by DMV_MINIO)"),
+            Need::Moto => super::servers::find_moto()
+                .is_none()
+                .then_some("moto is not installed (nor named by DMV_MOTO)"),
             Need::Chromium => (!Path::new("/usr/bin/chromedriver").exists())
                 .then_some("chromium-driver is not installed"),
             Need::Fuse => (!Path::new("/dev/fuse").exists() || !on_path("fusermount3"))

@@ -226,9 +226,23 @@ impl Drop for HttpServer {
     }
 }
 
-/// A real MinIO on 127.0.0.1 with its own data folder (`DMV_MINIO` names
-/// the binary; scripts/test builds it when missing). Killed on drop.
-pub struct Minio {
+/// Which S3 implementation an [`S3Server`] runs. The suite runs the bucket
+/// tests on MinIO, and the encrypted remote's and a few others on moto as
+/// well: a second implementation (in Python, slower, which widens the race
+/// windows MinIO's speed hides) keeps DMV to what S3 promises rather than
+/// to what one server happens to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum S3Kind {
+    Minio,
+    Moto,
+}
+
+/// A real S3 server on 127.0.0.1, MinIO (`DMV_MINIO` names the binary) or
+/// moto (`DMV_MOTO`); scripts/test installs both when missing. MinIO keeps
+/// its objects in a data folder of its own, moto in its memory (lost at
+/// [`S3Server::stop`]). Killed on drop.
+pub struct S3Server {
+    kind: S3Kind,
     child: Option<Child>,
     pub port: u16,
     data: tempfile::TempDir,
@@ -237,31 +251,52 @@ pub struct Minio {
 pub const MINIO_USER: &str = "dmv-test-user";
 pub const MINIO_SECRET: &str = "dmv-test-secret-key";
 
-/// The MinIO binary: `DMV_MINIO`, else on PATH or where scripts/test builds it.
-pub fn find_minio() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("DMV_MINIO").filter(|p| !p.is_empty()) {
+/// The cache folder scripts/test installs servers into.
+fn test_cache() -> PathBuf {
+    let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home.join(".cache"))
+        .join("dmv-test")
+}
+
+/// `name` in `env`, else the first of `candidates` or PATH that exists.
+fn find_program(env: &str, name: &str, candidates: &[PathBuf]) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(env).filter(|p| !p.is_empty()) {
         return Some(PathBuf::from(p));
     }
-    let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| home.join(".cache"));
-    let candidates = [cache.join("dmv-test/bin/minio"), home.join("go/bin/minio")];
     let on_path = std::env::var_os("PATH")
         .into_iter()
         .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .map(|d| d.join("minio"));
-    on_path.chain(candidates).find(|p| p.is_file())
+        .map(|d| d.join(name));
+    on_path
+        .chain(candidates.iter().cloned())
+        .find(|p| p.is_file())
 }
 
-fn minio_binary() -> PathBuf {
-    find_minio()
-        .expect("MinIO is not installed: run ./scripts/test (it builds MinIO) or set DMV_MINIO")
+/// The MinIO binary: `DMV_MINIO`, else on PATH or where scripts/test builds it.
+pub fn find_minio() -> Option<PathBuf> {
+    let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
+    let candidates = [test_cache().join("bin/minio"), home.join("go/bin/minio")];
+    find_program("DMV_MINIO", "minio", &candidates)
 }
 
-impl Minio {
-    pub fn start() -> Minio {
-        let mut m = Minio {
+/// moto's server: `DMV_MOTO`, else on PATH or in the virtual environment
+/// scripts/test installs it into.
+pub fn find_moto() -> Option<PathBuf> {
+    let candidates = [test_cache().join("moto/bin/moto_server")];
+    find_program("DMV_MOTO", "moto_server", &candidates)
+}
+
+impl S3Server {
+    /// A MinIO.
+    pub fn minio() -> S3Server {
+        S3Server::start(S3Kind::Minio)
+    }
+
+    pub fn start(kind: S3Kind) -> S3Server {
+        let mut m = S3Server {
+            kind,
             child: None,
             port: free_port(),
             data: tempfile::tempdir().unwrap(),
@@ -270,34 +305,68 @@ impl Minio {
         m
     }
 
-    /// Starts the server again on the same port and data (after [`Minio::stop`]).
+    /// A server of `kind`, or None when this machine lacks one (said on
+    /// stderr; under scripts/test the calling test fails instead).
+    pub fn start_if_here(kind: S3Kind) -> Option<S3Server> {
+        let need = match kind {
+            S3Kind::Minio => super::needs::Need::Minio,
+            S3Kind::Moto => super::needs::Need::Moto,
+        };
+        (!super::needs::lacks(&[need])).then(|| S3Server::start(kind))
+    }
+
+    pub fn kind(&self) -> S3Kind {
+        self.kind
+    }
+
+    /// Starts the server again on the same port (and, for MinIO, the same
+    /// data) after [`S3Server::stop`].
     pub fn restart(&mut self) {
         let log = self.data.path().with_extension("log");
-        let console = free_port();
-        let mut child = Command::new(minio_binary())
-            .args([
-                "server",
-                "--quiet",
-                "--address",
-                &format!("127.0.0.1:{}", self.port),
-                "--console-address",
-                &format!("127.0.0.1:{console}"),
-            ])
-            .arg(self.data.path())
-            .env("MINIO_ROOT_USER", MINIO_USER)
-            .env("MINIO_ROOT_PASSWORD", MINIO_SECRET)
-            .env("MINIO_BROWSER", "off")
+        let mut cmd = match self.kind {
+            S3Kind::Minio => {
+                let mut cmd = Command::new(find_minio().expect(
+                    "MinIO is not installed: run ./scripts/test (it builds MinIO) or set DMV_MINIO",
+                ));
+                cmd.args([
+                    "server",
+                    "--quiet",
+                    "--address",
+                    &format!("127.0.0.1:{}", self.port),
+                    "--console-address",
+                    &format!("127.0.0.1:{}", free_port()),
+                ])
+                .arg(self.data.path())
+                .env("MINIO_ROOT_USER", MINIO_USER)
+                .env("MINIO_ROOT_PASSWORD", MINIO_SECRET)
+                .env("MINIO_BROWSER", "off");
+                cmd
+            }
+            S3Kind::Moto => {
+                let mut cmd = Command::new(find_moto().expect(
+                    "moto is not installed: run ./scripts/test (it installs moto) or set DMV_MOTO",
+                ));
+                cmd.args(["-H", "127.0.0.1", "-p", &self.port.to_string()]);
+                cmd
+            }
+        };
+        let mut child = cmd
             .stdout(std::fs::File::create(&log).unwrap())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
         wait_for_port(self.port, &mut child, &log);
         // The port opens a moment before requests are served.
+        let ready = match self.kind {
+            S3Kind::Minio => "/minio/health/ready",
+            S3Kind::Moto => "/",
+        };
         let start = Instant::now();
-        while !self.curl(&["-X", "GET"], "/minio/health/ready").0 {
+        while !self.curl(&["-X", "GET"], ready).0 {
             assert!(
                 start.elapsed() < Duration::from_secs(20),
-                "MinIO did not become ready: {}",
+                "{:?} did not become ready: {}",
+                self.kind,
                 std::fs::read_to_string(&log).unwrap_or_default()
             );
             std::thread::sleep(Duration::from_millis(50));
@@ -312,7 +381,8 @@ impl Minio {
         }
     }
 
-    /// The folder MinIO keeps its buckets in (one folder per bucket and key).
+    /// The folder MinIO keeps its buckets in (one folder per bucket and
+    /// key); empty for moto.
     pub fn data_dir(&self) -> &Path {
         self.data.path()
     }
@@ -373,7 +443,7 @@ impl Minio {
             .collect()
     }
 
-    /// [`Minio::list`], each key with its object's size.
+    /// [`S3Server::list`], each key with its object's size.
     pub fn list_sizes(&self, bucket: &str, prefix: &str) -> Vec<(String, u64)> {
         let mut keys = Vec::new();
         let mut token: Option<String> = None;
@@ -445,6 +515,24 @@ impl Minio {
         assert!(ok, "cannot put {key}: {out}");
     }
 
+    /// Every object under `prefix` in `bucket` with its bytes, as any S3
+    /// client reads them.
+    pub fn objects(
+        &self,
+        bucket: &str,
+        prefix: &str,
+    ) -> std::collections::BTreeMap<String, Vec<u8>> {
+        let body = self.data.path().with_extension("object");
+        self.list(bucket, prefix)
+            .into_iter()
+            .map(|key| {
+                self.get(bucket, &key, &body);
+                let bytes = std::fs::read(&body).unwrap();
+                (key, bytes)
+            })
+            .collect()
+    }
+
     pub fn get(&self, bucket: &str, key: &str, to: &Path) {
         let (ok, out) = self.curl(
             &["-o", &to.display().to_string()],
@@ -478,7 +566,7 @@ fn xml_values(body: &str, tag: &str) -> Vec<String> {
         .collect()
 }
 
-impl Drop for Minio {
+impl Drop for S3Server {
     fn drop(&mut self) {
         self.stop();
     }
