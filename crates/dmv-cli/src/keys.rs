@@ -110,10 +110,11 @@ pub fn keys(a: KeysArgs) -> Result<u8> {
             let repo = open_repo()?;
             let remote = find(&repo, remote.as_deref())?;
             let rotated = dmv_sync::rotate_key(&repo, &remote)?;
+            let copies = rotated.rewrapped.len();
             eprintln!(
-                "Rotated to key epoch {}: {} keys wrapped again",
+                "Rotated to key epoch {}: {copies} {} wrapped again",
                 rotated.epoch,
-                rotated.rewrapped.len()
+                if copies == 1 { "key" } else { "keys" }
             );
             for k in &rotated.removed {
                 eprintln!("Removed key {} (its passphrase was not given)", k.name);
@@ -147,11 +148,13 @@ fn reseal(repo: &dmv_repo::Repository, remote: &NamedRemote) -> Result<()> {
             )
         })?;
     bar.finish();
+    let objects = |n: u64| if n == 1 { "object" } else { "objects" };
+    let (resealed, already) = (done.resealed, done.objects - done.resealed);
     eprintln!(
-        "Sealed {} objects again with the newest key ({} bytes); {} already were",
-        done.resealed,
+        "Sealed {resealed} {} again with the newest key ({} bytes); {already} already {}",
+        objects(resealed),
         done.bytes,
-        done.objects - done.resealed
+        if already == 1 { "was" } else { "were" }
     );
     Ok(())
 }
