@@ -187,6 +187,9 @@ impl BucketError {
 pub(crate) struct Target {
     pub url: String,
     pub bucket: String,
+    /// The store is a `dmv serve` keeping the repository sealed (its
+    /// refusals are about tokens, not AWS credentials).
+    pub hub: bool,
 }
 
 impl Target {
@@ -204,6 +207,8 @@ impl Target {
         }
         match err.kind() {
             // opendal's kind for a 403.
+            // A server keeping the repository sealed says why in its words.
+            ErrorKind::PermissionDenied if self.hub => BucketError::Auth { url, detail: s3_field(&err, "message").unwrap_or_else(|| "the server refused the token".into()) },
             ErrorKind::PermissionDenied => {
                 BucketError::Auth { url, detail: format!("{} (check the AWS credentials: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or the profile)", s3_detail(&err)) }
             }
@@ -336,6 +341,7 @@ mod tests {
         Target {
             url: "s3://photos/p".into(),
             bucket: "photos".into(),
+            hub: false,
         }
     }
 

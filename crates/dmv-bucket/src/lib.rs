@@ -78,7 +78,7 @@ pub use refswap::{RefChange, RefSnapshot, RefUpdateOutcome};
 pub use resealing::Resealed;
 pub use sealing::{BucketKeys, KnownKeyrings};
 pub use upload::{ObjectSink, Producer};
-pub use url::{BucketOptions, BucketUrl, DEFAULT_STALL_AFTER, RETRIES};
+pub use url::{BucketOptions, BucketUrl, SealedHub, DEFAULT_STALL_AFTER, RETRIES};
 
 use mirror::Mirror;
 use refswap::DropsSeen;

@@ -84,6 +84,44 @@ pub struct BucketOptions {
     pub stall_after: Option<Duration>,
     /// What opens an encrypted repository, and whether one made must be.
     pub keys: crate::sealing::BucketKeys,
+    /// Set when the URL is a `dmv serve` that keeps the repository sealed
+    /// (its clients read and write the objects, speaking S3 to it).
+    pub hub: Option<SealedHub>,
+}
+
+/// How a client reaches the objects of a repository a `dmv serve` keeps
+/// sealed: `OBJECTS` under the repository's URL (its last part the bucket,
+/// in S3's terms, the rest the endpoint's path), with the user's token as
+/// the access key id (in hex, so any token is one) and no signature the
+/// server checks (the token itself is the secret, as in a bearer header).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SealedHub {
+    /// Where the objects are under the URL (`objects/store`).
+    pub objects: String,
+    /// The user's token (None: ask as nobody).
+    pub token: Option<String>,
+}
+
+impl SealedHub {
+    /// The endpoint and bucket of the objects of the hub at `url`.
+    fn endpoint_and_bucket(&self, url: &str) -> BucketResult<(String, String)> {
+        let valid = |part: &str| {
+            !part.is_empty()
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+        };
+        match self.objects.rsplit_once('/') {
+            Some((path, bucket)) if path.split('/').all(valid) && valid(bucket) => Ok((
+                format!("{}/{path}", url.trim_end_matches('/')),
+                bucket.to_string(),
+            )),
+            _ => Err(BucketError::NotARepository {
+                url: url.to_string(),
+                detail: format!("the server names its objects at {:?}", self.objects),
+            }),
+        }
+    }
 }
 
 /// How long a request waits for the store when the options do not say.
@@ -113,10 +151,28 @@ impl Conn {
     /// Checks the URL and sets up the client; nothing is sent yet.
     pub fn new(url: &str, options: &BucketOptions) -> BucketResult<Conn> {
         install_http_transport();
-        let parsed = BucketUrl::parse(url)?;
+        let (parsed, options) = match &options.hub {
+            Some(hub) => {
+                let (endpoint, bucket) = hub.endpoint_and_bucket(url)?;
+                let parsed = BucketUrl {
+                    bucket,
+                    prefix: String::new(),
+                };
+                let options = BucketOptions {
+                    endpoint: Some(endpoint),
+                    region: Some("us-east-1".into()),
+                    virtual_host_style: false,
+                    ..options.clone()
+                };
+                (parsed, options)
+            }
+            None => (BucketUrl::parse(url)?, options.clone()),
+        };
+        let options = &options;
         let target = Target {
             url: url.to_string(),
             bucket: parsed.bucket.clone(),
+            hub: options.hub.is_some(),
         };
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -208,6 +264,17 @@ fn operator(
     builder = builder.region(&region);
     if options.virtual_host_style {
         builder = builder.enable_virtual_host_style();
+    }
+    if let Some(hub) = &options.hub {
+        // The user's token, never the AWS credentials of the environment.
+        builder = builder.disable_config_load();
+        builder = match &hub.token {
+            Some(token) => {
+                let id: String = token.bytes().map(|b| format!("{b:02x}")).collect();
+                builder.access_key_id(&id).secret_access_key("dmv")
+            }
+            None => builder.skip_signature(),
+        };
     }
     Ok(Operator::new(builder)?
         .layer(
@@ -344,6 +411,7 @@ mod network_tests {
         let target = Target {
             url: "s3://photos".into(),
             bucket: "photos".into(),
+            hub: false,
         };
         let e = target.classify(err, "reading refs");
         assert!(matches!(e, BucketError::Unreachable { .. }), "{e}");

@@ -188,8 +188,9 @@ enum RemoteAction {
         remote_dmv: Option<String>,
         #[command(flatten)]
         bucket: BucketFlags,
-        /// Keep the repository in the bucket encrypted (made so by the
-        /// first push; see `dmv keys`): the storage sees only ciphertext.
+        /// Keep the repository encrypted (made so by the first push; see
+        /// `dmv keys`): the bucket, or a server that keeps it sealed, sees
+        /// only ciphertext.
         #[arg(long)]
         encrypt: bool,
     },
@@ -245,8 +246,9 @@ pub fn remote(a: RemoteArgs) -> Result<u8> {
             bucket,
             encrypt,
         }) => {
-            if encrypt && !url.starts_with("s3://") {
-                bail!("--encrypt is for object-storage remotes (s3://): a dmv server or a path holds what you push as you pushed it");
+            let sealable = ["s3://", "http://", "https://"];
+            if encrypt && !sealable.iter().any(|s| url.starts_with(s)) {
+                bail!("--encrypt is for object-storage remotes (s3://) and for dmv servers that keep a repository sealed (http(s)://): a path or ssh holds what you push as you pushed it");
             }
             let config = RemoteConfig {
                 url,

@@ -862,6 +862,276 @@ fn a_rewrite_never_writes_back_over_what_a_push_wrote_meanwhile() {
     }
 }
 
+/// A `dmv serve` repository kept sealed (`{ sealed = "DIR" }`): the server
+/// stores what its clients encrypted and checks tokens only. Its folder
+/// holds no name, marker or id; a device without the key is refused; a
+/// read token clones but cannot push; locks are kept under keyed names and
+/// enforced by the clients; the web UI says it cannot show it; a plain
+/// repository cannot be pushed there; a changed object is refused by name.
+#[test]
+fn a_server_that_keeps_a_repository_sealed_never_holds_what_it_could_read() {
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    let config = "[repos]\nvault = { sealed = \"vault-objects\" }\nempty = { sealed = \"empty-objects\" }\n[tokens]\n\"alice-secret\" = { access = \"write\", user = \"alice\" }\n\"bob-secret\" = { access = \"write\", user = \"bob\" }\n\"rita-secret\" = { access = \"read\", user = \"rita\" }\n";
+    let server = common::servers::HttpServer::start(config, t, 0);
+    let url = server.url("vault");
+    let as_user = |who: &str, token: &str, dir: &Path, args: &[&str]| -> Output {
+        dmv_cmd(dir)
+            .env("XDG_CONFIG_HOME", t.join(format!("{who}-config")))
+            .env("DMV_AUTHOR_NAME", who)
+            .env("DMV_TOKEN", token)
+            .env_remove("DMV_PASSPHRASE")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let alice = |dir: &Path, args: &[&str]| as_user("alice", "alice-secret", dir, args);
+    let bob = |dir: &Path, args: &[&str]| as_user("bob", "bob-secret", dir, args);
+
+    let a = t.join("a");
+    ok(alice(t, &["init", "a"]));
+    let marker = "PLAINTEXT-MARKER-b7e1";
+    std::fs::write(a.join("IMG_SEALEDNAME_7.txt"), format!("{marker}\n")).unwrap();
+    write_noise(&a.join("shoot.raw"), 3_000_000, 5);
+    ok(alice(&a, &["add", "."]));
+    ok(alice(&a, &["commit", "-m", "first"]));
+    ok(alice(&a, &["remote", "add", "origin", &url, "--encrypt"]));
+    ok(alice(&a, &["push", "origin", "main"]));
+
+    // Another device without a key: refused, nothing written.
+    let out = bob(t, &["clone", &url, "refused"]);
+    let err = stderr(&out);
+    assert!(
+        !out.status.success() && err.contains("encrypted") && err.lines().count() == 1,
+        "{err}"
+    );
+    assert!(!t.join("refused").exists());
+    // With its key added: a byte-exact clone on a read token, which may not push.
+    let bob_key = ok(bob(t, &["keys", "device"]));
+    ok(alice(&a, &["keys", "add", "--recipient", bob_key.trim()]));
+    ok(as_user(
+        "bob",
+        "rita-secret",
+        t,
+        &["clone", "-q", &url, "b"],
+    ));
+    let b = t.join("b");
+    for name in ["IMG_SEALEDNAME_7.txt", "shoot.raw"] {
+        assert_eq!(
+            std::fs::read(b.join(name)).unwrap(),
+            std::fs::read(a.join(name)).unwrap()
+        );
+    }
+    std::fs::write(b.join("IMG_SEALEDNAME_7.txt"), "bob's\n").unwrap();
+    ok(bob(&b, &["commit", "-a", "-m", "bob"]));
+    let out = as_user("bob", "rita-secret", &b, &["push", "origin", "main"]);
+    assert!(
+        stderr(&out).contains("may read but not write"),
+        "{}",
+        stderr(&out)
+    );
+
+    // A lock, kept by the clients: bob can neither take it nor push over it.
+    ok(alice(&a, &["lock", "IMG_SEALEDNAME_7.txt"]));
+    let out = bob(&b, &["lock", "IMG_SEALEDNAME_7.txt"]);
+    assert!(
+        stderr(&out).contains("is locked by alice"),
+        "{}",
+        stderr(&out)
+    );
+    let out = bob(&b, &["push", "origin", "main"]);
+    assert!(
+        stderr(&out).contains("is locked by alice"),
+        "{}",
+        stderr(&out)
+    );
+    ok(alice(&a, &["unlock", "IMG_SEALEDNAME_7.txt"]));
+    ok(bob(&b, &["push", "origin", "main"]));
+
+    // A meta clone gets one file through ranged reads of sealed packs.
+    ok(bob(t, &["clone", "-q", "--slice", "meta", &url, "m"]));
+    let out = dmv_cmd(&t.join("m"))
+        .env("XDG_CONFIG_HOME", t.join("bob-config"))
+        .env("DMV_TOKEN", "bob-secret")
+        .env("DMV_TRACE", "1")
+        .args(["get", "shoot.raw"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let received: u64 = err
+        .lines()
+        .find_map(|l| l.split(" bytes-received ").nth(1))
+        .unwrap_or_else(|| panic!("{err}"))
+        .parse()
+        .unwrap();
+    assert!(
+        received <= 3_000_000 * 11 / 10,
+        "a get of 3000000 bytes received {received}"
+    );
+
+    // The folder holds no name, marker, id or content in the clear.
+    let commit = ok(alice(&a, &["rev-parse", "HEAD"]));
+    let objects = file_bytes(&t.join("vault-objects"));
+    assert!(
+        objects.keys().any(|k| k.starts_with("packs/")),
+        "{:?}",
+        objects.keys()
+    );
+    let raw = std::fs::read(a.join("shoot.raw")).unwrap();
+    for (key, body) in &objects {
+        for needle in [
+            marker,
+            "IMG_SEALEDNAME",
+            "shoot.raw",
+            "bob's",
+            commit.trim(),
+        ] {
+            assert!(!key.contains(needle), "{key} names {needle}");
+            assert!(!contains(body, needle.as_bytes()), "{key} holds {needle:?}");
+        }
+        assert!(
+            !contains(body, &raw[1000..1032]),
+            "{key} holds the raw file's bytes"
+        );
+    }
+
+    // The web UI cannot show it, and says so.
+    let page = std::process::Command::new("curl")
+        .args([
+            "-s",
+            "-H",
+            "Authorization: Bearer alice-secret",
+            &format!("{url}/"),
+        ])
+        .output()
+        .unwrap();
+    let page = String::from_utf8_lossy(&page.stdout);
+    assert!(page.contains("encrypted end to end"), "{page}");
+
+    // A plain repository is not taken: nothing of it stays.
+    let p = t.join("p");
+    ok(alice(t, &["init", "p"]));
+    std::fs::write(p.join("p.txt"), "plain\n").unwrap();
+    ok(alice(&p, &["add", "."]));
+    ok(alice(&p, &["commit", "-m", "plain"]));
+    let out = alice(&p, &["push", &server.url("empty"), "main"]);
+    assert!(
+        stderr(&out).contains("only encrypted repositories"),
+        "{}",
+        stderr(&out)
+    );
+    let kept = file_bytes(&t.join("empty-objects"));
+    assert!(
+        !kept.keys().any(|k| k.ends_with("dmv-repository.json")),
+        "{:?}",
+        kept.keys()
+    );
+    assert!(
+        !kept.values().any(|v| contains(v, b"plain\n")),
+        "{:?}",
+        kept.keys()
+    );
+
+    // A byte the server changes in the ref table: refused, naming it.
+    let table = objects
+        .keys()
+        .find(|k| k.ends_with(".s") && !k.contains('/'))
+        .expect("the ref table")
+        .clone();
+    let path = t.join("vault-objects").join(&table);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&path, bytes).unwrap();
+    let out = bob(&b, &["fetch"]);
+    let err = stderr(&out);
+    assert!(!out.status.success() && err.contains(&table), "{err}");
+}
+
+/// Two devices push to a repository a server keeps sealed at the same
+/// moment, round after round: exactly one wins each (the ref table is
+/// swapped by a conditional write the server makes atomic under its
+/// folder's lock), and the loser's work lands after a pull.
+#[test]
+fn pushes_racing_to_a_sealed_repository_lose_nothing() {
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    let config = "[repos]\nvault = { sealed = \"vault-objects\" }\n[tokens]\n\"w\" = { access = \"write\", user = \"w\" }\n";
+    let server = common::servers::HttpServer::start(config, t, 0);
+    let url = server.url("vault");
+    let cmd = |dir: &Path, args: &[&str]| {
+        let mut c = dmv_cmd(dir);
+        c.env("XDG_CONFIG_HOME", t.join("device"))
+            .env("DMV_TOKEN", "w")
+            .env_remove("DMV_PASSPHRASE")
+            .args(args);
+        c
+    };
+    let run = |dir: &Path, args: &[&str]| ok(cmd(dir, args).output().unwrap());
+    run(t, &["init", "a"]);
+    let a = t.join("a");
+    std::fs::write(a.join("base.txt"), "base\n").unwrap();
+    run(&a, &["add", "."]);
+    run(&a, &["commit", "-m", "base"]);
+    run(&a, &["remote", "add", "origin", &url, "--encrypt"]);
+    run(&a, &["push", "origin", "main"]);
+    run(t, &["clone", "-q", &url, "b"]);
+    run(t, &["clone", "-q", &url, "c"]);
+    let (b, c) = (t.join("b"), t.join("c"));
+    for round in 0..4u64 {
+        for (dir, who) in [(&b, "b"), (&c, "c")] {
+            let seed = round * 2 + (who == "c") as u64;
+            write_noise(&dir.join(format!("{who}-{round}.bin")), 256 * 1024, seed);
+            run(dir, &["add", "."]);
+            run(dir, &["commit", "-m", &format!("{who} {round}")]);
+        }
+        let spawn = |dir: &Path| {
+            cmd(dir, &["push", "origin", "main"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let (pb, pc) = (spawn(&b), spawn(&c));
+        let (ob, oc) = (
+            pb.wait_with_output().unwrap(),
+            pc.wait_with_output().unwrap(),
+        );
+        assert!(
+            ob.status.success() != oc.status.success(),
+            "round {round}: exactly one push must win: {} / {}",
+            stderr(&ob),
+            stderr(&oc)
+        );
+        let (loser_dir, loser) = if ob.status.success() {
+            (&c, &oc)
+        } else {
+            (&b, &ob)
+        };
+        assert!(
+            stderr(loser).contains("pull"),
+            "round {round}: {}",
+            stderr(loser)
+        );
+        run(loser_dir, &["pull", "origin", "main"]);
+        run(loser_dir, &["push", "origin", "main"]);
+        let winner_dir = if ob.status.success() { &b } else { &c };
+        run(winner_dir, &["pull", "origin", "main"]);
+    }
+    run(t, &["clone", "-q", &url, "d"]);
+    let d = t.join("d");
+    for round in 0..4 {
+        for who in ["b", "c"] {
+            assert!(
+                d.join(format!("{who}-{round}.bin")).exists(),
+                "{who}'s round {round} was lost"
+            );
+        }
+    }
+    run(&d, &["fsck"]);
+}
+
 /// A rewrite paused after reading each object in turn while a `drop
 /// --from` removes a version from the bucket: the rewrite brings back no
 /// pack the drop deleted, the bucket claims nothing it lacks, and every

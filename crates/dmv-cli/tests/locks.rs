@@ -475,7 +475,11 @@ fn two_clients_locking_one_path_at_once_exactly_one_wins_on_every_transport() {
     let t = t.path();
     let hub = seeded_hub(t);
     let none = |_: &mut Command| {};
-    let server = HttpServer::start(&format!("[repos]\nhub = \"hub\"\n{TOKENS}"), t, 0);
+    let server = HttpServer::start(
+        &format!("[repos]\nhub = \"hub\"\nsealed = {{ sealed = \"sealed\" }}\n{TOKENS}"),
+        t,
+        0,
+    );
     let url = server.url("hub");
     let http_a = Client {
         dir: clone(t, &url, "http-a", &["--token", "tok-alice"], &none),
@@ -488,6 +492,28 @@ fn two_clients_locking_one_path_at_once_exactly_one_wins_on_every_transport() {
         setup: &none,
     };
     race(&http_a, &http_b, "http", 8);
+
+    // A repository the server keeps sealed: the clients take the locks.
+    let device = t.join("device");
+    let sealed_env = |c: &mut Command| {
+        c.env("XDG_CONFIG_HOME", &device)
+            .env("DMV_TOKEN", "tok-alice")
+            .env_remove("DMV_PASSPHRASE");
+    };
+    let seed = Client {
+        dir: t.join("seed"),
+        env: vec![],
+        setup: &sealed_env,
+    };
+    let sealed_url = server.url("sealed");
+    seed.ok(&["remote", "add", "sealed", &sealed_url, "--encrypt"]);
+    seed.ok(&["push", "sealed", "main"]);
+    let sealed_as = |name: &'static str| Client {
+        dir: clone(t, &sealed_url, name, &[], &sealed_env),
+        env: vec![("DMV_AUTHOR_NAME", name.to_string())],
+        setup: &sealed_env,
+    };
+    race(&sealed_as("sealed-a"), &sealed_as("sealed-b"), "sealed", 8);
 
     // Over ssh both are the same account, from two replicas: still one holder.
     let sshd = Sshd::start();

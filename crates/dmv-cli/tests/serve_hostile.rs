@@ -2432,3 +2432,124 @@ fn waits_for_news_are_bounded_per_caller_and_make_room() {
         Some(peak_rss(&server)),
     );
 }
+
+/// One S3 request to a sealed repository's objects, as `token`'s holder
+/// (the token in hex as the access key id, as dmv-bucket sends it).
+fn sealed_request(
+    port: u16,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    extra: &str,
+    body: &[u8],
+) -> Answer {
+    let mut r = format!(
+        "{method} /vault/objects/store{path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n{extra}"
+    );
+    if !extra.contains("Content-Length") {
+        r += &format!("Content-Length: {}\r\n", body.len());
+    }
+    if let Some(t) = token {
+        let id: String = t.bytes().map(|b| format!("{b:02x}")).collect();
+        r += &format!("Authorization: AWS4-HMAC-SHA256 Credential={id}/20261204/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=00\r\n");
+    }
+    let mut bytes = (r + "\r\n").into_bytes();
+    bytes.extend_from_slice(body);
+    exchange(port, &bytes)
+}
+
+/// A sealed repository's objects take only keys, bodies and parts within
+/// their budgets (docs/security.md), writes only from write tokens, a
+/// config only of an encrypted repository, and conditional writes as S3
+/// does; nothing lands outside its folder.
+#[test]
+fn a_sealed_repository_takes_only_what_its_budgets_and_tokens_allow() {
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    let config = format!(
+        "[repos]\nvault = {{ sealed = \"vault\" }}\n[tokens]\n\"{WRITER}\" = {{ access = \"write\", user = \"w\" }}\n\"{READER}\" = {{ access = \"read\", user = \"r\" }}\n"
+    );
+    let server = HttpServer::start(&config, t, 0);
+    let port = server.port;
+    let w = Some(WRITER);
+    let status = |a: Answer| a.status.unwrap_or(0);
+
+    // A body declared larger than a PUT may be: refused before it is read.
+    let started = Instant::now();
+    let huge = "Content-Length: 6442450944\r\n";
+    assert_eq!(status(sealed_request(port, "PUT", "/a", w, huge, b"")), 413);
+    assert!(started.elapsed() < CUT_WITHIN);
+    // Keys that would leave the folder or touch the server's own files.
+    for key in [
+        "/a/../../escaped",
+        "/.lock",
+        "/.tmp/x",
+        "/a//b",
+        "/%2E%2E/x",
+    ] {
+        let answer = sealed_request(port, "PUT", key, w, "", b"x");
+        assert_eq!(status(answer), 400, "{key}");
+    }
+    assert!(!t.join("escaped").exists() && !t.join("x").exists());
+    // Writes need a write token; reads take a read token.
+    assert_eq!(
+        status(sealed_request(port, "PUT", "/k", None, "", b"x")),
+        403
+    );
+    assert_eq!(
+        status(sealed_request(port, "PUT", "/k", Some(READER), "", b"x")),
+        403
+    );
+    assert_eq!(
+        status(sealed_request(port, "PUT", "/k", Some("guess"), "", b"x")),
+        403
+    );
+    assert_eq!(
+        status(sealed_request(port, "PUT", "/k", w, "", b"one")),
+        200
+    );
+    let got = sealed_request(port, "GET", "/k", Some(READER), "", b"");
+    assert_eq!((got.status, got.body.as_slice()), (Some(200), &b"one"[..]));
+    let got = sealed_request(port, "GET", "/k", Some(READER), "Range: bytes=1-1\r\n", b"");
+    assert_eq!((got.status, got.body.as_slice()), (Some(206), &b"n"[..]));
+    // Conditional writes as S3 answers them.
+    let absent = "If-None-Match: *\r\n";
+    assert_eq!(
+        status(sealed_request(port, "PUT", "/k", w, absent, b"two")),
+        412
+    );
+    let stale = "If-Match: \"00000000000000000000000000000000\"\r\n";
+    assert_eq!(
+        status(sealed_request(port, "PUT", "/k", w, stale, b"two")),
+        412
+    );
+    assert_eq!(
+        status(sealed_request(port, "PUT", "/k2", w, stale, b"two")),
+        412
+    );
+    // A config of a plain repository is not taken.
+    let plain = br#"{"format":1,"chunking":{},"id":"x"}"#;
+    let answer = sealed_request(port, "PUT", "/dmv-repository.json", w, "", plain);
+    assert_eq!(answer.status, Some(403));
+    assert!(String::from_utf8_lossy(&answer.body).contains("only encrypted"));
+    assert!(!t.join("vault/dmv-repository.json").exists());
+    // Part numbers outside 1..=10000, and uploads never started.
+    let started = sealed_request(port, "POST", "/big?uploads", w, "", b"");
+    let body = String::from_utf8_lossy(&started.body).into_owned();
+    let id = body
+        .split("<UploadId>")
+        .nth(1)
+        .and_then(|r| r.split('<').next())
+        .unwrap_or_else(|| panic!("{body}"))
+        .to_string();
+    for part in [0, 10_001] {
+        let path = format!("/big?partNumber={part}&uploadId={id}");
+        assert_eq!(status(sealed_request(port, "PUT", &path, w, "", b"x")), 400);
+    }
+    let path = format!("/big?partNumber=1&uploadId={}", "0".repeat(32));
+    assert_eq!(status(sealed_request(port, "PUT", &path, w, "", b"x")), 404);
+    let path = "/big?partNumber=1&uploadId=../../escaped";
+    assert_eq!(status(sealed_request(port, "PUT", path, w, "", b"x")), 404);
+    // The server still serves.
+    assert_eq!(status(sealed_request(port, "GET", "/k", w, "", b"")), 200);
+}

@@ -17,6 +17,8 @@
 
 mod channel;
 mod connections;
+mod requests;
+mod sealed;
 mod server;
 mod server_config;
 mod server_state;

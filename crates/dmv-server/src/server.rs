@@ -27,7 +27,6 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
-use bytes::Bytes;
 use dmv_repo::Repository;
 use futures_util::StreamExt;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -37,7 +36,8 @@ use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::channel::ChannelWriter;
 use crate::connections::{Activity, Connections};
-use crate::server_config::{ReadAccess, RepoPlace, ServerConfig, TokenAccess, TokenEntry};
+use crate::requests::{authorize_token, body_with_idle_timeout};
+use crate::server_config::{RepoPlace, ServerConfig};
 use crate::server_state::{Peer, ServerState};
 use dmv_sync::protocol::{Request, Response as WireResponse, Verb};
 use dmv_sync::{decode_message, Frame, FrameReader, FrameWriter};
@@ -58,63 +58,13 @@ fn authorize(
     headers: &HeaderMap,
     verb: Verb,
 ) -> Result<Caller, Response> {
-    let config = &state.config;
     let presented = headers
         .get("authorization")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
-    let entry = match presented {
-        Some(t) => {
-            let client = state.client_ip(peer, headers);
-            if let Err(wait) = state.guesses.check(client) {
-                return Err(plain(
-                    StatusCode::TOO_MANY_REQUESTS,
-                    format!(
-                        "too many wrong tokens from {client}: try again in {} s",
-                        wait.as_secs().max(1)
-                    ),
-                ));
-            }
-            match config.token_access(t) {
-                Some(a) => Some(a),
-                None => {
-                    state.guesses.failed(client);
-                    return Err(plain(
-                        StatusCode::FORBIDDEN,
-                        "the token is not valid for this server".into(),
-                    ));
-                }
-            }
-        }
-        None => None,
-    };
-    let access = entry.map(TokenEntry::access);
-    let caller = Caller {
-        may_write: access >= Some(TokenAccess::Write),
-        user: entry.and_then(TokenEntry::user).map(str::to_string),
-        admin: access == Some(TokenAccess::Admin),
-    };
-    if verb.writes() {
-        return match access {
-            Some(TokenAccess::Write | TokenAccess::Admin) => Ok(caller),
-            Some(TokenAccess::Read) => Err(plain(
-                StatusCode::FORBIDDEN,
-                "this token may read but not write (push, lock)".into(),
-            )),
-            None => Err(plain(
-                StatusCode::UNAUTHORIZED,
-                "pushing needs a write token".into(),
-            )),
-        };
-    }
-    if config.read == ReadAccess::Token && access.is_none() {
-        return Err(plain(
-            StatusCode::UNAUTHORIZED,
-            "this server needs a token to read".into(),
-        ));
-    }
-    Ok(caller)
+    authorize_token(state, peer, headers, presented, verb.writes())
+        .map_err(|(status, why)| plain(status, why))
 }
 
 /// A request's head (request line and headers). Ours are a few hundred
@@ -174,6 +124,7 @@ pub fn run(config: ServerConfig, listen: &str) -> SyncResult<()> {
             .route("/{repo}/dmv/{verb}", post(rpc))
             .merge(crate::web::routes())
             .merge(crate::uploads::routes())
+            .merge(crate::sealed::routes())
             .layer(axum::middleware::from_fn(crate::web::hardening_headers))
             .layer(axum::middleware::from_fn_with_state(
                 state.clone(),
@@ -503,30 +454,6 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for StallGuard<I> {
     }
 }
 
-/// A request's body as a stream whose every wait for the client's next
-/// piece ends after `idle`. Each wait is timed from when the handler asks,
-/// so time the handler spends storing what came does not count.
-fn body_with_idle_timeout(
-    body: Body,
-    idle: Duration,
-) -> impl futures_util::Stream<Item = std::io::Result<Bytes>> + Send {
-    futures_util::stream::unfold(Some(body.into_data_stream()), move |state| async move {
-        let mut stream = state?;
-        match tokio::time::timeout(idle, stream.next()).await {
-            Ok(Some(Ok(piece))) => Some((Ok(piece), Some(stream))),
-            Ok(Some(Err(e))) => Some((Err(std::io::Error::other(e)), None)),
-            Ok(None) => None,
-            Err(_) => Some((
-                Err(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    format!("the client sent nothing more for {} s", idle.as_secs()),
-                )),
-                None,
-            )),
-        }
-    })
-}
-
 async fn rpc(
     State(state): State<Arc<ServerState>>,
     Extension(peer): Extension<Peer>,
@@ -549,6 +476,18 @@ async fn rpc(
         Ok(caller) => caller,
         Err(refused) => return refused,
     };
+    if let RepoPlace::Sealed { .. } = place {
+        // Its clients read and write its objects themselves (sealed.rs).
+        let mut refused = plain(
+            StatusCode::CONFLICT,
+            format!("{name} is encrypted end to end: its clients read it with their key"),
+        );
+        refused.headers_mut().insert(
+            dmv_sync::SEALED_HUB_HEADER,
+            "objects/store".parse().expect("ascii"),
+        );
+        return refused;
+    }
     if verb == Verb::WaitRefs {
         let who = caller
             .user
@@ -858,6 +797,9 @@ fn serve_request(
                 let mut bucket = BucketRemote::open(url, &options, Some(cache.path()))?;
                 handle_relayed(&mut bucket, caller, request, &mut input, &mut output)
             }
+            RepoPlace::Sealed { .. } => Err(SyncError::Remote(
+                "this repository is encrypted end to end: the server cannot read it".into(),
+            )),
         }
     })();
     if let Err(e) = result {

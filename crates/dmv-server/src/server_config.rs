@@ -153,6 +153,13 @@ pub enum RepoPlace {
         #[serde(default)]
         identity: Option<PathBuf>,
     },
+    /// A repository this server cannot read, `{ sealed = "DIR" }`: the
+    /// folder keeps what the clients of an encrypted remote sealed (they
+    /// hold the key; the server checks tokens only). See sealed.rs.
+    Sealed {
+        /// The folder (relative: to the configuration file).
+        sealed: PathBuf,
+    },
 }
 
 impl RepoPlace {
@@ -160,7 +167,7 @@ impl RepoPlace {
     pub fn dir(&self) -> Option<&Path> {
         match self {
             RepoPlace::Dir(dir) => Some(dir),
-            RepoPlace::Bucket { .. } => None,
+            RepoPlace::Bucket { .. } | RepoPlace::Sealed { .. } => None,
         }
     }
 }
@@ -211,6 +218,7 @@ impl ServerConfig {
         let dirs = config.repos.values_mut().filter_map(|place| match place {
             RepoPlace::Dir(dir) => Some(dir),
             RepoPlace::Bucket { identity, .. } => identity.as_mut(),
+            RepoPlace::Sealed { sealed } => Some(sealed),
         });
         for dir in dirs
             .chain(config.tls_cert.iter_mut())

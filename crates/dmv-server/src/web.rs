@@ -27,7 +27,7 @@ use dmv_web::{PageRequest, Reply, Viewer};
 use serde::Deserialize;
 
 use crate::channel::ChannelWriter;
-use crate::server_config::{BrowseAccess, TokenAccess};
+use crate::server_config::{BrowseAccess, RepoPlace, TokenAccess};
 use crate::server_state::{Peer, ServerState};
 
 const COOKIE: &str = "dmv_session";
@@ -354,14 +354,18 @@ async fn serve_page(
         .and_then(|place| place.dir())
         .map(Path::to_path_buf)
     else {
-        return (
-            StatusCode::NOT_FOUND,
-            Html(format!(
+        let why = match state.config.repos.get(&name) {
+            // Only its clients hold the key: there is nothing to show.
+            Some(RepoPlace::Sealed { .. }) => format!(
+                "{} is encrypted end to end: this server holds only ciphertext and cannot show it; clone it with a key",
+                html_text(&name)
+            ),
+            _ => format!(
                 "no repository named {} here to browse (one in a bucket has no web pages yet)",
                 html_text(&name)
-            )),
-        )
-            .into_response();
+            ),
+        };
+        return (StatusCode::NOT_FOUND, Html(why)).into_response();
     };
     // Refused before any work: a zip when every zip slot is taken.
     if rest.starts_with("zip/") && ZIPS.load(std::sync::atomic::Ordering::SeqCst) >= ZIPS_AT_ONCE {

@@ -82,6 +82,7 @@ pub use protocol::error::{
 };
 pub use protocol::frame::{decode_message, Frame, FrameReader, FrameWriter};
 pub use protocol::objects::TransferStats;
+pub use protocol::SEALED_HUB_HEADER;
 #[cfg(feature = "s3")]
 pub use serving::relay::handle_relayed;
 pub use serving::serve::{handle_request, serve_stdio, Caller};

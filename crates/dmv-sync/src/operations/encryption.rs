@@ -4,7 +4,6 @@ use dmv_bucket::{Bucket, BucketError, KeyEntry, Recipient};
 use dmv_repo::Repository;
 use zeroize::Zeroizing;
 
-use crate::operations::device_keys::with_device_keys;
 use crate::operations::named_remotes::NamedRemote;
 use crate::operations::remote_spec::Transport;
 use crate::protocol::error::{SyncError, SyncResult};
@@ -66,21 +65,17 @@ pub fn change_keys(
 
 fn open_bucket(remote: &NamedRemote) -> SyncResult<Bucket> {
     let spec = &remote.spec;
-    if !matches!(spec.transport, Transport::S3(_)) {
+    let hub = match spec.transport {
+        Transport::S3(_) => None,
+        #[cfg(feature = "http")]
+        Transport::Http { .. } => spec.sealed_hub()?,
+        _ => None,
+    };
+    if hub.is_none() && !matches!(spec.transport, Transport::S3(_)) {
         return Err(SyncError::Bucket(BucketError::Keys {
             url: spec.url.clone(),
-            detail:
-                "keys belong to encrypted object-storage remotes (s3://); this remote is not one"
-                    .into(),
+            detail: "keys belong to encrypted remotes (a bucket, or a dmv server that keeps the repository sealed); this remote is not one".into(),
         }));
     }
-    let mut options = spec.bucket.clone();
-    options.stall_after = Some(spec.stall_after);
-    options.keys = with_device_keys(options.keys)?;
-    Ok(Bucket::open(
-        &spec.url,
-        &options,
-        spec.cache_dir.as_deref(),
-        None,
-    )?)
+    spec.open_bucket(hub, None)
 }

@@ -287,14 +287,19 @@ impl RemoteSpec {
             }
             #[cfg(feature = "http")]
             Transport::Http { base } => {
-                let token = match self.stranger {
-                    true => None,
-                    false => std::env::var("DMV_TOKEN")
-                        .ok()
-                        .filter(|t| !t.is_empty())
-                        .or_else(|| self.token.clone()),
-                };
-                Box::new(HttpWire::new(base, token, self.stall_after)?)
+                let token = self.http_token();
+                let wire = Box::new(HttpWire::new(base, token.clone(), self.stall_after)?);
+                match Client::connect(wire, &self.url) {
+                    // A server that keeps the repository sealed: its
+                    // objects are read and written here, as a bucket's.
+                    #[cfg(feature = "s3")]
+                    Err(SyncError::Transport(TransportError::SealedHub { objects, .. })) => {
+                        let hub = dmv_bucket::SealedHub { objects, token };
+                        let bucket = self.open_bucket(Some(hub), self.create_with)?;
+                        return Ok(Box::new(BucketRemote::new(bucket)));
+                    }
+                    connected => return Ok(Box::new(self.reached(connected)?)),
+                }
             }
             #[cfg(not(feature = "s3"))]
             Transport::S3LeftOut => {
@@ -305,21 +310,30 @@ impl RemoteSpec {
             }
             #[cfg(feature = "s3")]
             Transport::S3(_) => {
-                let options = dmv_bucket::BucketOptions {
-                    stall_after: Some(self.stall_after),
-                    keys: super::device_keys::with_device_keys(self.bucket.keys.clone())?,
-                    ..self.bucket.clone()
-                };
-                let bucket = dmv_bucket::Bucket::open(
-                    &self.url,
-                    &options,
-                    self.cache_dir.as_deref(),
-                    self.create_with,
-                )?;
+                let bucket = self.open_bucket(None, self.create_with)?;
                 return Ok(Box::new(BucketRemote::new(bucket)));
             }
         };
-        let client = Client::connect(wire, &self.url).map_err(|e| match e {
+        Ok(Box::new(self.reached(Client::connect(wire, &self.url))?))
+    }
+
+    /// The token an HTTP request carries: `DMV_TOKEN`, else the remote's;
+    /// none to a stranger's URL.
+    #[cfg(feature = "http")]
+    fn http_token(&self) -> Option<String> {
+        match self.stranger {
+            true => None,
+            false => std::env::var("DMV_TOKEN")
+                .ok()
+                .filter(|t| !t.is_empty())
+                .or_else(|| self.token.clone()),
+        }
+    }
+
+    /// A connection made, or why not (a wire lost before any answer: the
+    /// remote was not reached).
+    fn reached(&self, connected: SyncResult<Client>) -> SyncResult<Client> {
+        connected.map_err(|e| match e {
             SyncError::Transport(TransportError::Disconnected(detail)) => {
                 SyncError::Transport(TransportError::Unreachable {
                     url: self.url.clone(),
@@ -327,8 +341,47 @@ impl RemoteSpec {
                 })
             }
             other => other,
-        })?;
-        Ok(Box::new(client))
+        })
+    }
+
+    /// The repository in an object store: a bucket, or the objects of a
+    /// server that keeps it sealed (`hub`), made with `create_with` if
+    /// there is none yet.
+    #[cfg(feature = "s3")]
+    pub(crate) fn open_bucket(
+        &self,
+        hub: Option<dmv_bucket::SealedHub>,
+        create_with: Option<dmv_repo::store::ChunkParams>,
+    ) -> SyncResult<dmv_bucket::Bucket> {
+        let options = dmv_bucket::BucketOptions {
+            stall_after: Some(self.stall_after),
+            keys: super::device_keys::with_device_keys(self.bucket.keys.clone())?,
+            hub,
+            ..self.bucket.clone()
+        };
+        Ok(dmv_bucket::Bucket::open(
+            &self.url,
+            &options,
+            self.cache_dir.as_deref(),
+            create_with,
+        )?)
+    }
+
+    /// The objects of the repository, if its server keeps it sealed (an
+    /// HTTP remote whose server says so when greeted).
+    #[cfg(all(feature = "s3", feature = "http"))]
+    pub(crate) fn sealed_hub(&self) -> SyncResult<Option<dmv_bucket::SealedHub>> {
+        let Transport::Http { base } = &self.transport else {
+            return Ok(None);
+        };
+        let token = self.http_token();
+        let wire = Box::new(HttpWire::new(base, token.clone(), self.stall_after)?);
+        match Client::connect(wire, &self.url) {
+            Err(SyncError::Transport(TransportError::SealedHub { objects, .. })) => {
+                Ok(Some(dmv_bucket::SealedHub { objects, token }))
+            }
+            connected => self.reached(connected).map(|_| None),
+        }
     }
 }
 

@@ -220,6 +220,17 @@ pub enum TransportError {
     /// on stderr, when there is that).
     #[error("connection to the remote lost: {0}")]
     Disconnected(String),
+    /// The server keeps the repository sealed (encrypted end to end): it
+    /// answers no request of the protocol, and its clients read and write
+    /// its objects themselves, as in a bucket (`objects` is where, under
+    /// the remote's URL).
+    #[error("{url} is encrypted end to end: its objects are read at {objects}")]
+    SealedHub {
+        /// The remote's URL.
+        url: String,
+        /// The path of its objects under the URL (`objects/store`).
+        objects: String,
+    },
     /// The remote's `Hello` names another protocol version than this side's.
     #[error(
         "remote speaks DMV protocol {remote}, this dmv speaks {local}; upgrade the older side"

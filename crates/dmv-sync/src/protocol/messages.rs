@@ -14,6 +14,12 @@ use serde::{Deserialize, Serialize};
 /// speak the same one (`Hello`).
 pub const VERSION: u32 = 7;
 
+/// The HTTP header with which a server refuses every request of the
+/// protocol for a repository it keeps sealed (encrypted end to end, which
+/// it cannot read), naming where under the repository's URL its clients
+/// read and write the objects themselves.
+pub const SEALED_HUB_HEADER: &str = "dmv-sealed-objects";
+
 /// Location records per locations frame (57 B each: ~0.9 MiB). A sender
 /// reads its log a piece at a time and a receiver spools each piece to disk,
 /// so a piece is what either side holds of a log of any size.

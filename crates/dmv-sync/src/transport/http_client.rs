@@ -11,7 +11,7 @@ use rustls::pki_types::CertificateDer;
 
 use crate::protocol::error::GaveUpWaiting;
 use crate::protocol::frame::{FrameReader, FrameWriter};
-use crate::protocol::{Request, Verb, VERSION};
+use crate::protocol::{Request, Verb, SEALED_HUB_HEADER, VERSION};
 use crate::trace::Counting;
 use crate::transport::client::{BodyWriter, Wire};
 use crate::TransportError;
@@ -409,6 +409,16 @@ impl Wire for HttpWire {
             }
         })?;
         let status = response.status();
+        if let Some(objects) = response
+            .headers()
+            .get(SEALED_HUB_HEADER)
+            .and_then(|v| v.to_str().ok())
+        {
+            return Err(SyncError::Transport(TransportError::SealedHub {
+                url: self.base.clone(),
+                objects: objects.to_string(),
+            }));
+        }
         if !status.is_success() {
             let text = runtime
                 .block_on(async { tokio::time::timeout(stall_after, error_text(response)).await })
