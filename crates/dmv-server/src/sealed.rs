@@ -47,6 +47,10 @@ pub const MAX_BODY_BYTES: u64 = 5 << 30;
 pub const MAX_PARTS: u32 = 10_000;
 /// Keys in one page of a listing (S3's bound).
 pub const MAX_LIST_KEYS: usize = 1000;
+/// Bytes read from or written to an object's file at a time: a tokio file
+/// hands each call to a blocking thread, so calls of the 4 KiB a stream
+/// reads by default, or of the pieces hyper receives, cost a thread hop each.
+const IO_PIECE: usize = 1 << 20;
 /// The repository's config, which the server checks names a keyring: a
 /// sealed folder holds only what its clients encrypted.
 const CONFIG_KEY: &str = "dmv-repository.json";
@@ -503,8 +507,9 @@ impl Store {
             return internal(e);
         }
         let reader = tokio::io::AsyncReadExt::take(tokio::fs::File::from_std(file), end - start);
-        let mut response =
-            Response::new(Body::from_stream(tokio_util::io::ReaderStream::new(reader)));
+        let mut response = Response::new(Body::from_stream(
+            tokio_util::io::ReaderStream::with_capacity(reader, IO_PIECE),
+        ));
         *response.status_mut() = status;
         let h = response.headers_mut();
         h.insert("content-length", HeaderValue::from(end - start));
@@ -536,7 +541,8 @@ impl Store {
             .collect();
         let path = tmp.join(name);
         let written = async {
-            let mut file = tokio::fs::File::create(&path).await.map_err(internal)?;
+            let file = tokio::fs::File::create(&path).await.map_err(internal)?;
+            let mut file = tokio::io::BufWriter::with_capacity(IO_PIECE, file);
             file.write_all(&version).await.map_err(internal)?;
             let mut stream = Box::pin(body_with_idle_timeout(body, idle));
             let mut len = 0u64;
@@ -550,7 +556,8 @@ impl Store {
                 }
                 file.write_all(&piece).await.map_err(internal)?;
             }
-            file.sync_all().await.map_err(internal)?;
+            file.flush().await.map_err(internal)?;
+            file.get_ref().sync_all().await.map_err(internal)?;
             Ok(len)
         }
         .await;
