@@ -11,18 +11,54 @@ use common::needs::{lacks, Need};
 use common::servers::{S3Kind, S3Server};
 use common::*;
 
-/// Runs dmv in `dir` with the bucket's credentials and this device's
-/// config folder (its key) at `device`.
-fn on(minio: &S3Server, device: &Path, dir: &Path, args: &[&str]) -> Output {
-    device_cmd(minio, device, dir).args(args).output().unwrap()
+/// Where the encrypted repository `vault/r` is kept: a bucket of an S3
+/// server, or a `dmv serve` keeping it sealed (`r` = `{ sealed = DIR }`,
+/// write token `w`).
+trait Storage {
+    /// The repository's URL.
+    fn repo_url(&self) -> String;
+    /// What a dmv command needs to reach it (credentials, endpoint, token).
+    fn reach(&self, cmd: &mut std::process::Command);
+}
+
+impl Storage for S3Server {
+    fn repo_url(&self) -> String {
+        "s3://vault/r".into()
+    }
+
+    fn reach(&self, cmd: &mut std::process::Command) {
+        self.env(cmd);
+        cmd.env("AWS_ENDPOINT_URL", self.endpoint());
+    }
+}
+
+impl Storage for common::servers::HttpServer {
+    fn repo_url(&self) -> String {
+        self.url("r")
+    }
+
+    fn reach(&self, cmd: &mut std::process::Command) {
+        cmd.env("DMV_TOKEN", "w");
+    }
+}
+
+/// A `dmv serve` keeping `r` sealed in `t/r-objects`, for the token `w`.
+fn sealed_hub(t: &Path) -> common::servers::HttpServer {
+    let config = "[repos]\nr = { sealed = \"r-objects\" }\n[tokens]\n\"w\" = { access = \"write\", user = \"w\" }\n";
+    common::servers::HttpServer::start(config, t, 0)
+}
+
+/// Runs dmv in `dir` reaching the storage, with this device's config
+/// folder (its key) at `device`.
+fn on(store: &dyn Storage, device: &Path, dir: &Path, args: &[&str]) -> Output {
+    device_cmd(store, device, dir).args(args).output().unwrap()
 }
 
 /// dmv in `dir` as [`on`] runs it, to be given more (a fail point, a trace).
-fn device_cmd(minio: &S3Server, device: &Path, dir: &Path) -> std::process::Command {
+fn device_cmd(store: &dyn Storage, device: &Path, dir: &Path) -> std::process::Command {
     let mut c = dmv_cmd(dir);
-    minio.env(&mut c);
+    store.reach(&mut c);
     c.env("XDG_CONFIG_HOME", device)
-        .env("AWS_ENDPOINT_URL", minio.endpoint())
         .env_remove("DMV_PASSPHRASE");
     c
 }
@@ -32,16 +68,16 @@ fn ok(out: Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// `t/a`: a repository of one file, pushed to `s3://vault/r` encrypted.
-fn one_file_pushed_encrypted(minio: &S3Server, device: &Path, t: &Path) -> std::path::PathBuf {
+/// `t/a`: a repository of one file, pushed to the storage encrypted.
+fn one_file_pushed_encrypted(store: &dyn Storage, device: &Path, t: &Path) -> std::path::PathBuf {
     let a = t.join("a");
-    ok(on(minio, device, t, &["init", "a"]));
+    ok(on(store, device, t, &["init", "a"]));
     std::fs::write(a.join("one.txt"), "one\n").unwrap();
-    ok(on(minio, device, &a, &["add", "."]));
-    ok(on(minio, device, &a, &["commit", "-m", "first"]));
-    let add = ["remote", "add", "origin", "s3://vault/r", "--encrypt"];
-    ok(on(minio, device, &a, &add));
-    ok(on(minio, device, &a, &["push", "origin", "main"]));
+    ok(on(store, device, &a, &["add", "."]));
+    ok(on(store, device, &a, &["commit", "-m", "first"]));
+    let add = ["remote", "add", "origin", &store.repo_url(), "--encrypt"];
+    ok(on(store, device, &a, &add));
+    ok(on(store, device, &a, &["push", "origin", "main"]));
     a
 }
 
@@ -669,64 +705,75 @@ fn a_server_in_front_of_an_encrypted_bucket_opens_it_with_its_own_key() {
 /// after a pack and run again, sync, and a numcopies-safe drop --from.
 #[test]
 fn slices_repairs_resumes_and_drops_work_over_an_encrypted_remote() {
-    if lacks(&[Need::Minio]) {
+    let Some(minio) = S3Server::start_if_here(S3Kind::Minio) else {
         return;
-    }
-    let minio = S3Server::minio();
+    };
     minio.create_bucket("vault");
     let top = tempfile::tempdir().unwrap();
-    let t = top.path();
+    slices_repairs_resumes_and_drops(&minio, top.path());
+}
+
+/// The same through a `dmv serve` that keeps the repository sealed.
+#[test]
+fn slices_repairs_resumes_and_drops_work_through_a_sealed_hub() {
+    let top = tempfile::tempdir().unwrap();
+    let hub = sealed_hub(top.path());
+    slices_repairs_resumes_and_drops(&hub, top.path());
+}
+
+fn slices_repairs_resumes_and_drops(store: &dyn Storage, t: &Path) {
+    let url = store.repo_url();
     let (alice, bob) = (t.join("alice"), t.join("bob"));
-    let a = one_file_pushed_encrypted(&minio, &alice, t);
+    let a = one_file_pushed_encrypted(store, &alice, t);
     write_noise(&a.join("photo.raw"), 2_000_000, 21);
-    ok(on(&minio, &alice, &a, &["add", "."]));
-    ok(on(&minio, &alice, &a, &["commit", "-m", "photo"]));
-    ok(on(&minio, &alice, &a, &["push", "origin", "main"]));
-    let bob_key = ok(on(&minio, &bob, t, &["keys", "device"]));
+    ok(on(store, &alice, &a, &["add", "."]));
+    ok(on(store, &alice, &a, &["commit", "-m", "photo"]));
+    ok(on(store, &alice, &a, &["push", "origin", "main"]));
+    let bob_key = ok(on(store, &bob, t, &["keys", "device"]));
     ok(on(
-        &minio,
+        store,
         &alice,
         &a,
         &["keys", "add", "--recipient", bob_key.trim()],
     ));
 
     // A slice of the text files; the photo got on demand, byte for byte.
-    let slice = ["clone", "-q", "--slice", "paths:*.txt", "s3://vault/r", "b"];
-    ok(on(&minio, &bob, t, &slice));
+    let slice = ["clone", "-q", "--slice", "paths:*.txt", &url, "b"];
+    ok(on(store, &bob, t, &slice));
     let b = t.join("b");
     assert!(!b.join("photo.raw").exists());
-    let whereis = ok(on(&minio, &bob, &b, &["whereis", "photo.raw"]));
+    let whereis = ok(on(store, &bob, &b, &["whereis", "photo.raw"]));
     assert!(whereis.contains("origin"), "{whereis}");
-    ok(on(&minio, &bob, &b, &["get", "photo.raw"]));
+    ok(on(store, &bob, &b, &["get", "photo.raw"]));
     assert_eq!(
         std::fs::read(b.join("photo.raw")).unwrap(),
         std::fs::read(a.join("photo.raw")).unwrap()
     );
-    ok(on(&minio, &bob, &b, &["fsck", "--from", "origin"]));
+    ok(on(store, &bob, &b, &["fsck", "--from", "origin"]));
 
     // (Before the killed push below: its lease holds drops off for minutes.)
     // A drop from it keeps a copy counted elsewhere, and the bucket then
     // no longer claims the photo.
     let out = on(
-        &minio,
+        store,
         &alice,
         &a,
         &["drop", "--from", "origin", "--numcopies", "3", "photo.raw"],
     );
     assert!(!out.status.success(), "a drop left fewer copies than asked");
     let drop = ["drop", "--from", "origin", "--numcopies", "1", "photo.raw"];
-    ok(on(&minio, &alice, &a, &drop));
-    let whereis = ok(on(&minio, &alice, &a, &["whereis", "photo.raw"]));
+    ok(on(store, &alice, &a, &drop));
+    let whereis = ok(on(store, &alice, &a, &["whereis", "photo.raw"]));
     assert!(!whereis.contains("origin"), "{whereis}");
-    ok(on(&minio, &alice, &a, &["fsck", "--from", "origin"]));
+    ok(on(store, &alice, &a, &["fsck", "--from", "origin"]));
 
     // A push killed after 40 MB went up, run again, lands, and sends
     // again none of the pack (32 MiB) finished and published before.
     write_noise(&a.join("second.raw"), 70_000_000, 22);
-    ok(on(&minio, &alice, &a, &["add", "."]));
-    ok(on(&minio, &alice, &a, &["commit", "-m", "second"]));
+    ok(on(store, &alice, &a, &["add", "."]));
+    ok(on(store, &alice, &a, &["commit", "-m", "second"]));
     let push = |env: (&str, &str)| {
-        let mut c = device_cmd(&minio, &alice, &a);
+        let mut c = device_cmd(store, &alice, &a);
         c.env("DMV_TRACE", "1")
             .env(env.0, env.1)
             .args(["push", "origin", "main"])
@@ -750,8 +797,8 @@ fn slices_repairs_resumes_and_drops_work_over_an_encrypted_remote() {
         sent < left * 9 / 8 && sent < 70_000_000 - (16 << 20),
         "the resumed push sent {sent}, {left} were left"
     );
-    ok(on(&minio, &bob, &b, &["pull", "origin", "main"]));
-    ok(on(&minio, &bob, &b, &["get", "second.raw"]));
+    ok(on(store, &bob, &b, &["pull", "origin", "main"]));
+    ok(on(store, &bob, &b, &["get", "second.raw"]));
     assert_eq!(
         std::fs::read(b.join("second.raw")).unwrap(),
         std::fs::read(a.join("second.raw")).unwrap()
@@ -759,9 +806,9 @@ fn slices_repairs_resumes_and_drops_work_over_an_encrypted_remote() {
 
     // Sync both ways through it.
     std::fs::write(b.join("one.txt"), "one, edited by bob\n").unwrap();
-    ok(on(&minio, &bob, &b, &["commit", "-a", "-m", "bob's edit"]));
-    ok(on(&minio, &bob, &b, &["sync", "origin"]));
-    ok(on(&minio, &alice, &a, &["sync", "origin"]));
+    ok(on(store, &bob, &b, &["commit", "-a", "-m", "bob's edit"]));
+    ok(on(store, &bob, &b, &["sync", "origin"]));
+    ok(on(store, &alice, &a, &["sync", "origin"]));
     assert_eq!(
         std::fs::read_to_string(a.join("one.txt")).unwrap(),
         "one, edited by bob\n"

@@ -126,6 +126,8 @@ fn read_until_closed(s: &mut TcpStream) -> Vec<u8> {
 struct Answer {
     status: Option<u16>,
     body: Vec<u8>,
+    /// The ETag header, as sent.
+    etag: Option<String>,
 }
 
 fn parse_answer(raw: &[u8]) -> Answer {
@@ -138,6 +140,7 @@ fn parse_answer(raw: &[u8]) -> Answer {
         return Answer {
             status: None,
             body: Vec::new(),
+            etag: None,
         };
     };
     let head = String::from_utf8_lossy(&raw[..end]).to_ascii_lowercase();
@@ -181,7 +184,8 @@ fn parse_answer(raw: &[u8]) -> Answer {
         let len = header("content-length").map_or(rest.len(), |l| l.parse().unwrap());
         rest[..len].to_vec()
     };
-    Answer { status, body }
+    let etag = header("etag");
+    Answer { status, body, etag }
 }
 
 /// Sends `bytes` on a new connection and reads what comes back until the
@@ -2504,10 +2508,13 @@ fn a_sealed_repository_takes_only_what_its_budgets_and_tokens_allow() {
         status(sealed_request(port, "PUT", "/k", Some("guess"), "", b"x")),
         403
     );
-    assert_eq!(
-        status(sealed_request(port, "PUT", "/k", w, "", b"one")),
-        200
-    );
+    let put = sealed_request(port, "PUT", "/k", w, "", b"one");
+    assert_eq!(put.status, Some(200));
+    // On disk (docs/formats.md): the version the ETag names, then the bytes.
+    let stored = std::fs::read(t.join("vault/k")).unwrap();
+    let version: String = stored[..16].iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!((stored.len(), &stored[16..]), (19, &b"one"[..]));
+    assert_eq!(put.etag.as_deref(), Some(format!("\"{version}\"").as_str()));
     let got = sealed_request(port, "GET", "/k", Some(READER), "", b"");
     assert_eq!((got.status, got.body.as_slice()), (Some(200), &b"one"[..]));
     let got = sealed_request(port, "GET", "/k", Some(READER), "Range: bytes=1-1\r\n", b"");
