@@ -386,16 +386,25 @@ pub(crate) struct Upload {
 
 impl Upload {
     /// Sends the next bytes of the body (a part goes out once it is full).
-    pub async fn put_part(&mut self, part: Vec<u8>) -> opendal::Result<()> {
+    /// Gives back `part`'s buffer when it was only read (sealed), for the
+    /// caller's next part: a fresh one would be faulted in page by page.
+    pub async fn put_part(&mut self, mut part: Vec<u8>) -> opendal::Result<Option<Vec<u8>>> {
         let Some(sealer) = &mut self.sealer else {
             trace::count_sent(part.len() as u64);
-            return self.writer.write(part).await;
+            return self.writer.write(part).await.map(|()| None);
         };
+        // Room for the sealed part at once, not grown by doubling.
+        let segments = part.len().div_ceil(dmv_crypt::SEGMENT_LEN as usize) + 1;
+        let sealed_len =
+            part.len() + segments * dmv_crypt::TAG_LEN as usize + dmv_crypt::HEADER_LEN as usize;
+        sealer.get_mut().reserve(sealed_len);
         std::io::Write::write_all(sealer, &part)
             .map_err(|e| opendal::Error::new(opendal::ErrorKind::Unexpected, e.to_string()))?;
         let sealed = std::mem::take(sealer.get_mut());
         trace::count_sent(sealed.len() as u64);
-        self.writer.write(sealed).await
+        self.writer.write(sealed).await?;
+        part.clear();
+        Ok(Some(part))
     }
 
     /// Sends what is left and completes the upload: the object appears.

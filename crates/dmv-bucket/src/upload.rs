@@ -236,8 +236,11 @@ async fn upload_body(
         .await
         .map_err(fail)?;
     let written = async {
+        let mut spare = None;
         loop {
-            let mut part = Vec::with_capacity(PART_SIZE);
+            let mut part = spare
+                .take()
+                .unwrap_or_else(|| Vec::with_capacity(PART_SIZE));
             (&mut file)
                 .take(PART_SIZE as u64)
                 .read_to_end(&mut part)
@@ -246,7 +249,7 @@ async fn upload_body(
                 break;
             }
             let n = part.len() as u64;
-            upload.put_part(part).await.map_err(fail)?;
+            spare = upload.put_part(part).await.map_err(fail)?;
             uploaded.fetch_add(n, Ordering::Relaxed);
         }
         upload.finish().await.map_err(fail)
