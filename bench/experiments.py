@@ -1005,7 +1005,9 @@ def _trace(out):
 
 # ---------------------------------------------------------------- encrypted (issue 68)
 
-ENCRYPTED_VARIANTS = ("plain", "encrypted", "restic")  # dmv to a plain remote, dmv --encrypt, restic backup
+# dmv to a plain bucket, dmv --encrypt to a bucket, dmv --encrypt to a `dmv serve` that keeps it sealed, restic backup
+ENCRYPTED_VARIANTS = ("plain", "encrypted", "sealed", "restic")
+SEALED_TOKEN = "bench-writer"
 ENCRYPTED_FILE_BYTES = 10 << 10  # the many-files point's files: 10 KiB of random bytes each, 1,000 a folder
 
 
@@ -1014,7 +1016,9 @@ def encrypted(ctx, restic, minio_bin, size, files, tries, settle=0, minio_missin
     in each, in an order rotated by one a round, every variant into a fresh bucket of its own: `plain`,
     `dmv remote add` then `dmv push` and `dmv clone`; `encrypted`, the same with `remote add --encrypt` (the
     first push makes the encrypted repository; the device key, in this run's own XDG_CONFIG_HOME, is made
-    untimed before); `restic`, `restic init` (untimed) then `restic backup .` of the work tree and `restic
+    untimed before); `sealed`, the same as `encrypted` to a fresh repository of one `dmv serve` on
+    127.0.0.1 that keeps it sealed (`{ sealed = DIR }`: the client reads and writes the objects through
+    it; its CPU seconds and peak RSS recorded as MinIO's are for the others); `restic`, `restic init` (untimed) then `restic backup .` of the work tree and `restic
     restore latest`, each with a fresh cache. Each timed command under GNU time for its CPU seconds, MinIO's
     CPU seconds during the step from /proc (restarted, untimed, before every push and clone). Every clone and
     restore compared with the source (untimed). Recorded as `encrypted-files` (parameter: files of
@@ -1097,8 +1101,16 @@ def _encrypted_point(ctx, dmv, restic, restic_missing, minio_bin, experiment, n,
             rec.note("restic", experiment, param, "all", "skipped", restic_missing or "restic is not among --tools")
         if many:
             _settle(settle, "files deleted before this point slow down creating files (ext4 without a journal)")
+        # the sealed variant's server: one repository (a folder of its own) per round, on a fixed port
+        config = os.path.join(pt.root, "sealed-serve.toml")
+        with open(config, "w") as f:
+            f.write("[repos]\n" + "".join('sealed%d = { sealed = "sealed-%d" }\n' % (i, i)
+                                          for i in range(1, tries + 1)) +
+                    '[tokens]\n"%s" = { access = "write", user = "bench" }\n' % SEALED_TOKEN)
+        os.chmod(config, 0o600)
         try:
-            with servers.MinIO(minio_bin, pt.root, os.path.join(pt.root, "minio-data"), rec.env) as minio:
+            with servers.MinIO(minio_bin, pt.root, os.path.join(pt.root, "minio-data"), rec.env) as minio, \
+                    servers.DmvServe(dmv.path or dmv.binary, pt.root, rec.env, config, port=servers.free_port()) as hub:
                 print("%s: MinIO listening on %s, data in %s" % (experiment, minio.endpoint, minio.data), flush=True)
                 stopped = {}
                 for i in range(1, tries + 1):
@@ -1109,8 +1121,8 @@ def _encrypted_point(ctx, dmv, restic, restic_missing, minio_bin, experiment, n,
                             for op in ("push", "clone"):
                                 rec.note(tool.name, experiment, param, "%s_%s_%d" % (op, v, i), "skipped", stopped[v])
                             continue
-                        out = _encrypted_try(ctx, minio, tool, pt, experiment, param, v, i, place, source, data,
-                                             xenv, many)
+                        out = _encrypted_try(ctx, minio, hub, tool, pt, experiment, param, v, i, place, source,
+                                             data, xenv, many)
                         if out is not None and out.timed_out:
                             stopped[v] = "timed out in round %d: %s" % (i, (out.error or "")[-200:])
         except servers.ServerError as e:
@@ -1120,9 +1132,10 @@ def _encrypted_point(ctx, dmv, restic, restic_missing, minio_bin, experiment, n,
         shutil.rmtree(pt.root, ignore_errors=True)
 
 
-def _encrypted_try(ctx, minio, tool, pt, experiment, param, v, i, place, source, data, xenv, many):
-    """One variant's round: a fresh bucket, set-up (untimed, recorded), push, clone (each timed, with CPU
-    seconds); returns the last step's Outcome (None when the set-up could not start)."""
+def _encrypted_try(ctx, minio, hub, tool, pt, experiment, param, v, i, place, source, data, xenv, many):
+    """One variant's round: a fresh bucket (or, sealed, a fresh repository of `hub`), set-up (untimed,
+    recorded), push, clone (each timed, with CPU seconds); returns the last step's Outcome (None when the
+    set-up could not start)."""
     rec = ctx.rec
     b = Bucket(minio.endpoint, "%s-%s-%d" % (v, "files" if many else "big", i), "restic" if v == "restic" else "dmv",
                servers.MINIO_USER, servers.MINIO_PASSWORD, servers.MINIO_REGION)
@@ -1138,6 +1151,13 @@ def _encrypted_try(ctx, minio, tool, pt, experiment, param, v, i, place, source,
         setup = [tool.cmd(pt, "init", env=env("init"))]
         push = [tool.cmd(pt, "backup", ".", env=env("push"))]
         clone = [tool.cmd(pt, "restore", "latest", "--target", dest, cwd=pt.root, env=env("clone"))]
+    elif v == "sealed":
+        name = "%s%d" % (v, i)
+        url, denv = hub.url(name), dict(xenv, DMV_TOKEN=SEALED_TOKEN)
+        fields.update(bucket=None, prefix=None, endpoint=url)
+        setup = [tool.cmd(pt, "remote", "add", name, url, "--encrypt", env=denv)]
+        push = [tool.cmd(pt, "push", name, env=dict(denv, DMV_TRACE="1"))]
+        clone = [tool.cmd(pt, "clone", url, dest, cwd=pt.root, env=dict(denv, DMV_TRACE="1"))]
     else:
         name = "%s%d" % (v, i)
         denv = dict(b.env, **xenv)
@@ -1149,25 +1169,35 @@ def _encrypted_try(ctx, minio, tool, pt, experiment, param, v, i, place, source,
     cpu = os.path.join(pt.root, "cpu.txt")
     state = {}
 
+    # the server of this variant's storage: MinIO, or for the sealed hub the `dmv serve` keeping it
+    server = hub if v == "sealed" else minio
+    stored = os.path.join(pt.root, "sealed-%d" % i) if v == "sealed" else os.path.join(minio.data, b.bucket)
+
     def timed(cmds):
         if os.path.exists(cpu):
             os.remove(cpu)
         os.sync()  # untimed: no step pays for writing back what the one before it wrote
-        minio.restart()  # a fresh server: its VmHWM and CPU seconds are this step's
-        state["minio_cpu"] = _proc_cpu_s(minio.proc.pid)
+        server.restart()  # a fresh server: its VmHWM and CPU seconds are this step's
+        state["server_cpu"] = _proc_cpu_s(server.proc.pid)
         return _with_cpu(cmds, cpu)
 
     def measured(out):
         user, system = _cpu_seconds(cpu)
-        after = _proc_cpu_s(minio.proc.pid) if minio.proc else None
-        before = state.get("minio_cpu")
+        after = _proc_cpu_s(server.proc.pid) if server.proc else None
+        before = state.get("server_cpu")
+        rss = server.peak_rss_kib() if v == "sealed" else minio.server_rss_kib()
         return dict(cpu_user_s=user, cpu_sys_s=system, cpu_s=round(user + system, 3) if user is not None else None,
                     minio_cpu_s=round(after - before, 3) if after is not None and before is not None else None,
-                    server_peak_rss_kib=minio.server_rss_kib(), **_trace(out))
+                    server_peak_rss_kib=rss, **_trace(out))
 
     def after_push(out):
         extra = dict(fields, **measured(out))
-        objects, apparent, disk, files = minio.usage(b.bucket)
+        if v == "sealed":  # the server's folder: files, as a bucket's objects
+            sizes = [os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(stored) for f in fs
+                     if not f.startswith(".") and "/." not in d[len(stored):]]
+            objects, apparent, disk, files = len(sizes), sum(sizes), None, len(sizes)
+        else:
+            objects, apparent, disk, files = minio.usage(b.bucket)
         extra.update(bucket_objects=objects, bucket_bytes_apparent=apparent, bucket_bytes_disk=disk,
                      bucket_files=files)
         return extra
@@ -1178,14 +1208,14 @@ def _encrypted_try(ctx, minio, tool, pt, experiment, param, v, i, place, source,
         return extra
 
     try:
-        minio.make_bucket(b.bucket)
+        if v != "sealed":
+            minio.make_bucket(b.bucket)
         if v == "restic":  # restic reads the work tree itself: dmv's repository must leave it meanwhile
             os.rename(meta, parked)
         out = rec.step(tool, experiment, param, "setup_%s_%d" % (v, i), setup, None, after=lambda out: dict(fields))
         if not out.ok:
             return out
-        out = rec.step(tool, experiment, param, "push_%s_%d" % (v, i), timed(push), os.path.join(minio.data, b.bucket),
-                       after=after_push)
+        out = rec.step(tool, experiment, param, "push_%s_%d" % (v, i), timed(push), stored, after=after_push)
         if out.ok:
             out = rec.step(tool, experiment, param, "clone_%s_%d" % (v, i), timed(clone), tool.clone_meta(dest),
                            after=after_clone)

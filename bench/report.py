@@ -2098,8 +2098,9 @@ def hubtier_section(ix, mode, cfg):
 
 
 ENC_TARGET_OVERHEAD = 1.15   # issue 68: encryption adds at most 15% to DMV's time
-ENC_VARIANTS = [("dmv", "plain", "dmv plain"), ("dmv", "encrypted", "dmv encrypted"), ("restic", "restic", "restic")]
-ENC_STEP = re.compile(r"(push|clone)_(plain|encrypted|restic)_(\d+)$")
+ENC_VARIANTS = [("dmv", "plain", "dmv plain"), ("dmv", "encrypted", "dmv encrypted"),
+                ("dmv", "sealed", "dmv sealed hub"), ("restic", "restic", "restic")]
+ENC_STEP = re.compile(r"(push|clone)_(plain|encrypted|sealed|restic)_(\d+)$")
 
 
 def _enc_rounds(ix, exp, p, op, variant):
@@ -2147,29 +2148,31 @@ def _fmt_ratio2(r):
 
 
 def encrypted_table(ix):
-    head = ["operation", "dmv plain", "dmv encrypted", "encrypted/plain", "restic", "restic/dmv encrypted",
-            "encryption adds ≤ 15%", "dmv encrypted ahead of restic"]
-    lines = ["| " + " | ".join(head) + " |", "|---|" + "--:|" * 5 + "---|---|"]
+    head = ["operation", "dmv plain", "dmv encrypted", "encrypted/plain", "dmv sealed hub", "sealed hub/encrypted",
+            "restic", "restic/dmv encrypted", "encryption adds ≤ 15%", "dmv encrypted ahead of restic"]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "--:|" * 7 + "---|---|"]
     met = {"overhead": [], "restic": []}
     for exp, p, op, label in _enc_rows(ix):
-        (pv, pt), (ev, et), (rv, rt) = (_enc_time(_enc_rounds(ix, exp, p, op, v)) for _, v, _ in ENC_VARIANTS)
+        (pv, pt), (ev, et), (sv, st), (rv, rt) = (_enc_time(_enc_rounds(ix, exp, p, op, v))
+                                                  for _, v, _ in ENC_VARIANTS)
         over = ev / pv if ev and pv else None
+        hub = sv / ev if sv and ev else None
         ahead = rv / ev if rv and ev else None
         o_ok = None if over is None else over <= ENC_TARGET_OVERHEAD
         a_ok = None if ahead is None else ahead > 1
         met["overhead"].append(o_ok)
         met["restic"].append(a_ok)
         lines.append("| " + " | ".join([
-            label, pt, et, _fmt_ratio2(over), rt, _fmt_ratio2(ahead),
+            label, pt, et, _fmt_ratio2(over), st, _fmt_ratio2(hub), rt, _fmt_ratio2(ahead),
             "—" if o_ok is None else "%s (%+.0f%%)" % ("yes" if o_ok else "**no**", 100 * (over - 1)),
             "—" if a_ok is None else ("yes" if a_ok else "**no**")]) + " |")
     return lines, met
 
 
 def encrypted_cpu_table(ix):
-    """Per operation and variant: median wall time, client CPU seconds (user, system), MinIO's CPU seconds."""
+    """Per operation and variant: median wall time, client CPU seconds (user, system), the server's CPU seconds."""
     head = ["operation", "variant", "wall", "client CPU user", "client CPU system", "client CPU / wall",
-            "MinIO CPU", "client peak RSS", "MinIO peak RSS"]
+            "server CPU", "client peak RSS", "server peak RSS"]
     lines = ["| " + " | ".join(head) + " |", "|---|---|" + "--:|" * (len(head) - 2)]
     for exp, p, op, label in _enc_rows(ix):
         for _, v, name in ENC_VARIANTS:
@@ -2248,7 +2251,7 @@ def encrypted_section(ix, mode, cfg):
     tries = cfg.get("encrypted_tries")
     file_bytes = cfg.get("encrypted_file_bytes") or 10240
     binary = cfg.get("dmv_binary") or {}
-    out = ["### Encrypted remotes (issue 68): DMV plain, DMV encrypted and restic on object storage", "",
+    out = ["### Encrypted remotes (issue 68): DMV plain, DMV encrypted, a sealed DMV hub and restic", "",
            "What encrypting a bucket remote costs. One real MinIO on 127.0.0.1 per data set (single drive, its data "
            "on the same disk as everything else, plain HTTP, path-style), in one run; %s rounds, and in each round "
            "every variant once, in an order rotated by one a round, each into a fresh bucket of its own: "
@@ -2256,13 +2259,16 @@ def encrypted_section(ix, mode, cfg):
            "`dmv clone s3://BUCKET/dmv DIR --endpoint ...` (checkout included); **dmv encrypted**: the same with "
            "`remote add ... --encrypt` (the first push makes the encrypted repository; the device key, in the "
            "run's own `XDG_CONFIG_HOME`, is made untimed before the first round and the clone uses it); "
+           "**dmv sealed hub**: the same as dmv encrypted, to `http://127.0.0.1:PORT/sealedN`, a fresh repository "
+           "of one `dmv serve` that keeps it sealed (`{ sealed = DIR }`, docs/server.md: the client reads and "
+           "writes its objects through the server, which cannot read them); "
            "**restic**: `restic init` (untimed) and `restic backup .` of the work tree to "
            "`s3:http://127.0.0.1:PORT/BUCKET/restic`, `restic restore latest --target DIR` as its clone, each "
            "with a fresh, empty cache directory (restic always encrypts). dmv commits the data once beforehand "
            "(not in the push's time). Each figure is the **median of the rounds**; every clone and restore is "
            "compared with the source file by file (untimed). Before every push and clone the suite calls sync(2) "
-           "and restarts MinIO (untimed, same data), so MinIO's CPU seconds (from /proc) and peak RSS are that "
-           "step's; each client command runs under GNU time for its CPU seconds and peak RSS." % (
+           "and restarts the server (MinIO, or `dmv serve` for the sealed hub; untimed, same data), so the "
+           "server's CPU seconds (from /proc) and peak RSS are that step's; each client command runs under GNU time for its CPU seconds and peak RSS." % (
                fmt_count(tries) if tries else "several"), ""]
     if binary:
         out += ["dmv binary measured: `%s` (sha256 %s…, built %s)." % (
@@ -2289,18 +2295,19 @@ def encrypted_section(ix, mode, cfg):
         out += ["Met in this run: encryption within 15%% in %d of %d rows; DMV encrypted ahead of restic in %d of "
                 "%d rows." % (sum(o), len(o), sum(a), len(a)), ""]
     out += ["#### Where the time goes", "",
-            "Medians of the rounds. Client CPU: user and system seconds of the command (GNU time); MinIO CPU: the "
-            "server's user and system seconds during the step. A client CPU / wall well below 1 means the step "
+            "Medians of the rounds. Client CPU: user and system seconds of the command (GNU time); server CPU: "
+            "MinIO's (or, for the sealed hub, `dmv serve`'s) user and system seconds during the step. A client CPU / wall well below 1 means the step "
             "mostly waits (on MinIO, the disk or the network), not computes.", ""]
     out += encrypted_cpu_table(ix) + [""]
     extra = encrypted_extra(ix)
     if extra:
         out += ["What encryption added (median encrypted − median plain):", ""] + extra + [""]
     out += ["#### Every round", "",
-            "Wall time of each round, in round order (in round 1 the order is dmv plain, dmv encrypted, restic; "
+            "Wall time of each round, in round order (in round 1 the order is dmv plain, dmv encrypted, dmv sealed hub, restic; "
             "then rotated by one each round).", ""] + encrypted_rounds_table(ix) + [""]
     out += ["#### In the bucket", "",
-            "After the push: MinIO's objects (`xl.meta` files in its data directory) and their bytes; bytes "
+            "After the push: MinIO's objects (`xl.meta` files in its data directory), or the sealed hub's files, "
+            "and their bytes; bytes "
             "sent and received: dmv's own count (`DMV_TRACE=1`).", ""] + encrypted_store_table(ix) + [""]
     bad = [r for (t, e, param, step), r in sorted(ix.by.items())
            if e in ("encrypted-bigfile", "encrypted-files") and r["status"] in ("fail", "timeout")]

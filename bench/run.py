@@ -18,7 +18,7 @@
     python3 bench/run.py --quick --experiments habits   # dmv against git: add+commit in a big tree, rebase, log --graph
     python3 bench/run.py --quick --experiments webui    # web UI in Chromium: big folder, commit, search, compare, upload
     python3 bench/run.py --quick --experiments platforms  # commits by the x86-64, musl, aarch64 (qemu), Windows (Wine) builds
-    python3 bench/run.py --quick --experiments encrypted  # push/clone to MinIO: dmv plain, dmv --encrypt, restic (15 min)
+    python3 bench/run.py --quick --experiments encrypted  # push/clone: dmv plain, dmv --encrypt, sealed hub, restic (20 min)
     python3 bench/run.py --huge       # one file larger than RAM: DMV against cat and cp of it
 
 Raw results go to bench/results/<date>-<mode>.jsonl; report.py then rewrites
