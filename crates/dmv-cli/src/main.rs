@@ -16,6 +16,7 @@ mod refcmds;
 mod repo_args;
 mod sync;
 mod terminal;
+mod tokens;
 mod watch;
 mod work;
 
@@ -135,8 +136,10 @@ enum Command {
     Mount(mount::MountArgs),
     /// Unmount a folder `dmv mount` shows a revision in.
     Umount(mount::UmountArgs),
-    /// Serve repositories: over HTTP (--config) or on stdin/stdout (--stdio, for ssh).
+    /// Serve repositories over HTTP (`dmv serve [PATH…]`, or --config FILE), or on stdin/stdout (--stdio, for ssh).
     Serve(sync::ServeArgs),
+    /// The login tokens of `dmv serve`: list, add (printed once), revoke.
+    Tokens(tokens::TokensArgs),
     /// Show or change which files' data this replica keeps (full, meta, paths:GLOB, recent:N).
     Slice(partial::SliceArgs),
     /// List files with whether their data is here: `dmv ls [--absent|--present] [REV] [PATH…]`.
@@ -250,6 +253,7 @@ fn main() -> ExitCode {
         Command::Mount(a) => mount::mount(a),
         Command::Umount(a) => mount::umount(a),
         Command::Serve(a) => sync::serve(a),
+        Command::Tokens(a) => tokens::tokens(a),
         Command::Slice(a) => partial::slice(a),
         Command::Ls(a) => partial::ls(a),
         Command::Get(a) => partial::get(a),

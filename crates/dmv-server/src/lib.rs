@@ -6,7 +6,8 @@
 //! budgets for connections, bodies and waits, TLS, the web UI's pages from
 //! dmv-web), so an embedder of the sync library does not build a server.
 //!
-//! The files, each using only those listed before it: `server_config` (the
+//! The files, each using only those listed before it: `tokens_file`
+//! (tokens kept as hashes, managed without editing TOML), `server_config` (the
 //! TOML file), `sessions` (web logins and the rationing of token guesses),
 //! `connections` (how many, and which to evict), `staging` (the
 //! files being uploaded from browsers), `channel` (a blocking
@@ -24,11 +25,15 @@ mod server_config;
 mod server_state;
 mod sessions;
 mod staging;
+mod tokens_file;
 mod uploads;
 mod web;
 
-pub use server::{run, MAX_HEAD_BYTES, MAX_REQUEST_BYTES};
+pub use server::{run, serve, MAX_HEAD_BYTES, MAX_REQUEST_BYTES};
 pub use server_config::{
     BrowseAccess, NamedToken, ReadAccess, ServerConfig, TokenAccess, TokenEntry,
     DEFAULT_IDLE_TIMEOUT_SECS,
+};
+pub use tokens_file::{
+    FileToken, NewToken, TokensFile, MAX_FIELD_BYTES, MAX_FILE_BYTES, MAX_ID_BYTES, MAX_TOKENS,
 };

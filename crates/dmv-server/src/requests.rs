@@ -50,10 +50,13 @@ pub(crate) fn authorize_token(
         }
         None => None,
     };
-    let access = entry.map(TokenEntry::access);
+    let access = entry.as_ref().map(TokenEntry::access);
     let caller = Caller {
         may_write: access >= Some(TokenAccess::Write),
-        user: entry.and_then(TokenEntry::user).map(str::to_string),
+        user: entry
+            .as_ref()
+            .and_then(TokenEntry::user)
+            .map(str::to_string),
         admin: access == Some(TokenAccess::Admin),
     };
     if writes {

@@ -79,8 +79,24 @@ const MAX_PEM_FILE: u64 = 1 << 20;
 
 /// Serves forever on `listen` (a `host:port`; port 0 picks a free one), over
 /// HTTPS when the configuration names a certificate and key. The chosen
-/// address is printed on stderr as `listening on http://ADDR` (or https).
+/// address is printed on stderr as `listening on http://ADDR` (or https),
+/// then the repositories served.
 pub fn run(config: ServerConfig, listen: &str) -> SyncResult<()> {
+    serve(config, &[listen.to_string()], |_| {})
+}
+
+/// Repositories named on the start line; past it, how many more.
+const NAMES_ON_START: usize = 20;
+
+/// [`run`] on the first of `listen` that is free (each but the last is
+/// passed over when another program has it), then `started` with the
+/// address's base URL (`http://127.0.0.1:8080`) once the first lines are
+/// printed, for a caller's own start lines.
+pub fn serve(
+    config: ServerConfig,
+    listen: &[String],
+    started: impl FnOnce(&str),
+) -> SyncResult<()> {
     // Before anything listens: a bad certificate is said at once, not at the first client.
     let tls = match (&config.tls_cert, &config.tls_key) {
         (Some(cert), Some(key)) => Some(tls_acceptor(cert, key)?),
@@ -106,16 +122,41 @@ pub fn run(config: ServerConfig, listen: &str) -> SyncResult<()> {
         .build()
         .map_err(|e| SyncError::local("cannot start the server runtime", e))?;
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(listen)
-            .await
-            .map_err(|e| SyncError::local(format!("cannot listen on {listen}"), e))?;
+        let mut bound = None;
+        for (n, at) in listen.iter().enumerate() {
+            match tokio::net::TcpListener::bind(at.as_str()).await {
+                Ok(listener) => {
+                    bound = Some((listener, at));
+                    break;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && n + 1 < listen.len() => {}
+                Err(e) => return Err(SyncError::local(format!("cannot listen on {at}"), e)),
+            }
+        }
+        let Some((listener, at)) = bound else {
+            return Err(SyncError::local(
+                "cannot listen",
+                std::io::Error::new(std::io::ErrorKind::InvalidInput, "no address given"),
+            ));
+        };
         let addr = listener
             .local_addr()
-            .map_err(|e| SyncError::local(format!("cannot listen on {listen}"), e))?;
+            .map_err(|e| SyncError::local(format!("cannot listen on {at}"), e))?;
+        let base = format!("{}://{addr}", if tls.is_some() { "https" } else { "http" });
+        // The first line is read by scripts (the address is its last word).
+        eprintln!("dmv serve: listening on {base}");
+        let names: Vec<&str> = config.repos.keys().map(String::as_str).collect();
+        let more = names.len().saturating_sub(NAMES_ON_START);
         eprintln!(
-            "dmv serve: listening on {}://{addr}",
-            if tls.is_some() { "https" } else { "http" }
+            "dmv serve: serving {}{} (web UI at {base}/)",
+            names[..names.len().min(NAMES_ON_START)].join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
         );
+        started(&base);
         let _ = std::io::stderr().flush();
         let state = Arc::new(ServerState::new(config).map_err(|e| {
             SyncError::local("cannot make a cache directory for the served buckets", e)

@@ -4,12 +4,15 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
 
 use dmv_sync::AddressError;
 use dmv_sync::{SyncError, SyncResult};
+
+use crate::tokens_file::{TokensFile, WatchedTokens};
 
 /// Who may fetch and clone: the config's `read`, `"open"` or `"token"`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -22,17 +25,7 @@ pub enum ReadAccess {
     Token,
 }
 
-/// What a token allows, each level all the one before it does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TokenAccess {
-    /// Fetching and cloning.
-    Read,
-    /// Pushing and locking too.
-    Write,
-    /// Writes, and may break other people's locks.
-    Admin,
-}
+pub use crate::tokens_file::TokenAccess;
 
 /// What a token allows and whose it is: `"read"`, `"write"`, `"admin"`, or
 /// `{ access = "write", user = "alice" }`. Locks need the user's name.
@@ -46,7 +39,9 @@ pub enum TokenEntry {
     Named(NamedToken),
 }
 
-/// A token with its user: `{ access = "write", user = "alice" }`.
+/// A token with its user: `{ access = "write", user = "alice" }`, and
+/// optionally the person's `name` and `email` (the author of what they
+/// upload from a browser).
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NamedToken {
@@ -54,6 +49,12 @@ pub struct NamedToken {
     pub access: TokenAccess,
     /// Whose it is: the name locks are held under.
     pub user: String,
+    /// The person's full name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The person's email.
+    #[serde(default)]
+    pub email: Option<String>,
 }
 
 impl TokenEntry {
@@ -67,6 +68,26 @@ impl TokenEntry {
         match self {
             TokenEntry::Access(_) => None,
             TokenEntry::Named(t) => Some(&t.user),
+        }
+    }
+
+    /// Who authors what the holder commits from a browser: the full
+    /// name, else the user.
+    pub(crate) fn author_name(&self) -> Option<&str> {
+        match self {
+            TokenEntry::Access(_) => None,
+            TokenEntry::Named(t) => t
+                .name
+                .as_deref()
+                .filter(|n| !n.is_empty())
+                .or(Some(&t.user)),
+        }
+    }
+
+    pub(crate) fn email(&self) -> Option<&str> {
+        match self {
+            TokenEntry::Access(_) => None,
+            TokenEntry::Named(t) => t.email.as_deref(),
         }
     }
 }
@@ -86,6 +107,14 @@ pub struct ServerConfig {
     /// Token → what it allows (and whose it is). Pushing always needs a write token.
     #[serde(default)]
     pub tokens: BTreeMap<String, TokenEntry>,
+    /// A tokens file (relative: to this file) whose tokens count too, kept
+    /// as hashes and read again when it changes, so tokens are added and
+    /// revoked without a restart (see tokens_file.rs).
+    #[serde(default)]
+    pub tokens_file: Option<PathBuf>,
+    /// `tokens_file` as the running server watches it.
+    #[serde(skip)]
+    watched_tokens: Option<Arc<WatchedTokens>>,
     /// PEM certificate chain; with `tls_key`, the server speaks HTTPS itself.
     #[serde(default)]
     pub tls_cert: Option<PathBuf>,
@@ -223,6 +252,7 @@ impl ServerConfig {
         for dir in dirs
             .chain(config.tls_cert.iter_mut())
             .chain(config.tls_key.iter_mut())
+            .chain(config.tokens_file.iter_mut())
         {
             if dir.is_relative() {
                 *dir = base.join(&*dir);
@@ -261,6 +291,32 @@ impl ServerConfig {
         }
         if config.repos.is_empty() {
             return refuse("no [repos] to serve".into());
+        }
+        for (token, entry) in &config.tokens {
+            if let TokenEntry::Named(t) = entry {
+                let fields = [
+                    ("user", Some(&t.user)),
+                    ("name", t.name.as_ref()),
+                    ("email", t.email.as_ref()),
+                ];
+                for (what, value) in fields {
+                    if value.is_some_and(|v| {
+                        v.len() > crate::tokens_file::MAX_FIELD_BYTES
+                            || v.chars().any(char::is_control)
+                    }) {
+                        let shown: String = token.chars().take(4).collect();
+                        return refuse(format!(
+                            "[tokens] {shown}…: its {what} is past {} bytes or holds a control character",
+                            crate::tokens_file::MAX_FIELD_BYTES
+                        ));
+                    }
+                }
+            }
+        }
+        if let Some(file) = config.tokens_file.clone() {
+            // A broken file is said at start, not at the first client.
+            TokensFile::read(&file)?;
+            config.watched_tokens = Some(Arc::new(WatchedTokens::new(file)));
         }
         if let Some(secs) = config
             .idle_timeout_secs
@@ -301,6 +357,38 @@ impl ServerConfig {
         Ok(config)
     }
 
+    /// The configuration of `dmv serve PATH…` without a file: these
+    /// repositories (URL name → directory), readable and browsable with a
+    /// token of `tokens_file` only, every other setting its default.
+    /// Fails when the tokens file cannot be read or is invalid.
+    pub fn for_repos(
+        repos: BTreeMap<String, PathBuf>,
+        tokens_file: PathBuf,
+    ) -> SyncResult<ServerConfig> {
+        TokensFile::read(&tokens_file)?;
+        Ok(ServerConfig {
+            listen: None,
+            read: ReadAccess::Token,
+            repos: repos
+                .into_iter()
+                .map(|(k, v)| (k, RepoPlace::Dir(v)))
+                .collect(),
+            tokens: BTreeMap::new(),
+            watched_tokens: Some(Arc::new(WatchedTokens::new(tokens_file.clone()))),
+            tokens_file: Some(tokens_file),
+            tls_cert: None,
+            tls_key: None,
+            idle_timeout_secs: None,
+            browse: BrowseAccess::Token,
+            access_log: false,
+            max_connections: None,
+            request_timeout_secs: None,
+            session_hours: None,
+            upload_bytes_per_user: None,
+            trusted_proxies: Vec::new(),
+        })
+    }
+
     /// Whether the file at `path` may be read by accounts other than its
     /// owner (its tokens are secrets: `chmod 600` it). Windows keeps access
     /// in ACLs, which this does not read: there it says no.
@@ -336,9 +424,11 @@ impl ServerConfig {
         )
     }
 
-    /// Compares against every token in constant time per token, so timing
-    /// does not reveal how much of a guess was right.
-    pub(crate) fn token_access(&self, presented: &str) -> Option<&TokenEntry> {
+    /// The token's entry: from `[tokens]`, compared against every token in
+    /// constant time per token, so timing does not reveal how much of a
+    /// guess was right; else from the tokens file as it is now (its
+    /// hashes, compared in constant time too).
+    pub(crate) fn token_access(&self, presented: &str) -> Option<TokenEntry> {
         let mut found = None;
         for (token, access) in &self.tokens {
             let (a, b) = (token.as_bytes(), presented.as_bytes());
@@ -347,9 +437,21 @@ impl ServerConfig {
                 diff |= a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0);
             }
             if diff == 0 {
-                found = Some(access);
+                found = Some(access.clone());
             }
         }
-        found
+        if found.is_some() {
+            return found;
+        }
+        let watched = self.watched_tokens.as_ref()?;
+        let file = watched.current();
+        file.lookup(presented).map(|t| {
+            TokenEntry::Named(NamedToken {
+                access: t.access,
+                user: t.user.clone(),
+                name: t.name.clone(),
+                email: t.email.clone(),
+            })
+        })
     }
 }

@@ -392,13 +392,26 @@ async fn commit_uploads(
         ),
         m => m.to_string(),
     };
-    let user = caller.user.clone().unwrap_or_else(|| "web upload".into());
+    // The author is the token's person: its name (else its user) and email,
+    // as the command line signs with user.name and user.email.
+    let holder = token_of(&state, &headers).and_then(|t| state.config.token_access(&t));
+    let name = holder
+        .as_ref()
+        .and_then(|h| h.author_name())
+        .map(str::to_string)
+        .or_else(|| caller.user.clone())
+        .unwrap_or_else(|| "web upload".into());
+    let email = holder
+        .as_ref()
+        .and_then(|h| h.email())
+        .unwrap_or_default()
+        .to_string();
     let time = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
     let author = Signature {
-        name: user,
-        email: String::new(),
+        name,
+        email,
         time,
         tz_minutes: 0,
     };
