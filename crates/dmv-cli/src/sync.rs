@@ -635,7 +635,17 @@ fn print_pushed(url: &str, pushed: &dmv_sync::Pushed, forced: bool, quiet: bool)
 }
 
 #[derive(Args)]
+#[command(after_help = "\
+With no --config, serves the repositories named (the current one by default) on
+127.0.0.1:8080 (another free port when that one is taken), each under its folder's
+name: http://127.0.0.1:8080/NAME. Tokens come from your tokens file (see `dmv tokens`);
+the first start makes an admin token for you (user.name, user.email) and prints the
+address that logs you in with it. Reading and browsing need a token.")]
 pub struct ServeArgs {
+    /// Repositories to serve over HTTP without a configuration file
+    /// (default: the one the current folder is in).
+    #[arg(value_name = "PATH")]
+    paths: Vec<PathBuf>,
     /// Serve one repository on stdin/stdout (what ssh remotes run).
     #[arg(long, value_name = "PATH", conflicts_with = "config")]
     stdio: Option<PathBuf>,
@@ -655,12 +665,18 @@ pub struct ServeArgs {
 
 pub fn serve(a: ServeArgs) -> Result<u8> {
     if let Some(path) = a.stdio {
+        if !a.paths.is_empty() {
+            bail!("--stdio serves the one repository it names: give no other PATH");
+        }
         dmv_sync::serve_stdio(&path)?;
         return Ok(0);
     }
     let Some(config_path) = a.config else {
-        bail!("say what to serve: --stdio PATH or --config FILE");
+        return serve_paths(a.paths, a.listen);
     };
+    if !a.paths.is_empty() {
+        bail!("--config names the repositories to serve: give no PATH with it");
+    }
     let mut config = dmv_server::ServerConfig::load(&config_path)?;
     if !config.tokens.is_empty() && dmv_server::ServerConfig::readable_by_others(&config_path) {
         eprintln!(
@@ -669,6 +685,9 @@ pub fn serve(a: ServeArgs) -> Result<u8> {
             config_path.display()
         );
     }
+    if let Some(file) = &config.tokens_file {
+        warn_if_readable(file);
+    }
     config.tls_cert = a.tls_cert.or(config.tls_cert);
     config.tls_key = a.tls_key.or(config.tls_key);
     let listen = a
@@ -676,5 +695,132 @@ pub fn serve(a: ServeArgs) -> Result<u8> {
         .or_else(|| config.listen.clone())
         .unwrap_or_else(|| "127.0.0.1:8080".into());
     dmv_server::run(config, &listen)?;
+    Ok(0)
+}
+
+/// A tokens file holds hashes only, but who may log in is still nobody
+/// else's business.
+fn warn_if_readable(file: &std::path::Path) {
+    if dmv_server::ServerConfig::readable_by_others(file) {
+        eprintln!(
+            "warning: other accounts may read the tokens file {}: chmod 600 {}",
+            file.display(),
+            file.display()
+        );
+    }
+}
+
+/// The URL name of a repository at `root`: its folder's name, without a
+/// `.dmv` ending (`photos.dmv` is served as `photos`).
+fn url_name(root: &std::path::Path) -> Result<String> {
+    let Some(name) = root.file_name().and_then(|n| n.to_str()) else {
+        bail!(
+            "{} has no folder name to serve it under: use --config to name it",
+            root.display()
+        );
+    };
+    let name = name
+        .strip_suffix(".dmv")
+        .filter(|n| !n.is_empty())
+        .unwrap_or(name);
+    Ok(name.to_string())
+}
+
+/// Who runs `dmv serve` for the admin token made at its first start: the
+/// user commits are signed by (`user.name`, else the account), and the
+/// name and email when they are set (not the `USER@localhost` stand-in).
+fn person_of(repo: &dmv_repo::Repository) -> (String, Option<String>, Option<String>) {
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let global = dmv_repo::GlobalSettings::load().unwrap_or_default();
+    let name = env("DMV_AUTHOR_NAME")
+        .or_else(|| repo.config.user_name.clone())
+        .or(global.user_name);
+    let email = env("DMV_AUTHOR_EMAIL")
+        .or_else(|| repo.config.user_email.clone())
+        .or(global.user_email);
+    let user = name.clone().unwrap_or_else(|| repo.identity().name);
+    (user, name, email)
+}
+
+/// `dmv serve [PATH…]`: the repositories under their folders' names, on
+/// loopback, with the user's tokens file; an admin token for the user at
+/// the first start.
+fn serve_paths(paths: Vec<PathBuf>, listen: Option<String>) -> Result<u8> {
+    let paths = if paths.is_empty() {
+        vec![std::env::current_dir()?]
+    } else {
+        paths
+    };
+    let mut repos: BTreeMap<String, PathBuf> = BTreeMap::new();
+    let mut identity = None;
+    for path in &paths {
+        let repo = dmv_repo::Repository::discover(path)?;
+        let name = url_name(&repo.root)?;
+        match repos.get(&name) {
+            Some(other) if *other == repo.root => continue,
+            Some(other) => bail!(
+                "{} and {} would both be served as {name}: serve them with --config, naming each",
+                other.display(),
+                repo.root.display()
+            ),
+            None => {}
+        }
+        identity.get_or_insert_with(|| person_of(&repo));
+        repos.insert(name, repo.root.clone());
+    }
+    let Some(tokens_path) = dmv_server::TokensFile::default_path() else {
+        bail!("no home folder (HOME or XDG_CONFIG_HOME) to keep the server's tokens in");
+    };
+    let tokens = dmv_server::TokensFile::read(&tokens_path)?;
+    warn_if_readable(&tokens_path);
+    let made = if tokens.has_admin() {
+        None
+    } else {
+        let Some(me) = identity else {
+            bail!("no repository to serve");
+        };
+        let (user, name, email) = me;
+        let new = dmv_server::NewToken {
+            user,
+            name,
+            email,
+            access: dmv_server::TokenAccess::Admin,
+        };
+        let (token, secret) = dmv_server::TokensFile::add(&tokens_path, &new)?;
+        Some((token, secret))
+    };
+    let config = dmv_server::ServerConfig::for_repos(repos, tokens_path.clone())?;
+    // 8080 when it is free; else any free port rather than failing.
+    let listen = match listen {
+        Some(at) => {
+            if at
+                .parse::<std::net::SocketAddr>()
+                .is_ok_and(|a| !a.ip().is_loopback())
+            {
+                eprintln!(
+                    "warning: {at} is reachable from other machines and tokens cross plain HTTP in clear: put HTTPS in front (docs/server.md)"
+                );
+            }
+            vec![at]
+        }
+        None => vec!["127.0.0.1:8080".to_string(), "127.0.0.1:0".to_string()],
+    };
+    dmv_server::serve(config, &listen, move |base| {
+        match made {
+        Some((token, secret)) => {
+            eprintln!(
+                "dmv serve: made an admin token ({}) for {} in {}; open this address to log in with it:",
+                token.id,
+                printable(&token.user),
+                tokens_path.display()
+            );
+            eprintln!("dmv serve: {base}/login#token={secret}");
+        }
+        None => eprintln!(
+            "dmv serve: log in at {base}/login with a token of {}; make one with `dmv tokens add --user NAME --access write`",
+            tokens_path.display()
+        ),
+    }
+    })?;
     Ok(0)
 }
