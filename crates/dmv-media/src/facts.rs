@@ -272,3 +272,114 @@ mod tests {
         assert!(media_facts(std::io::Cursor::new(b"not media at all".to_vec())).is_empty());
     }
 }
+
+/// What a photo grid needs of a picture: its size in pixels (as stored:
+/// thumbnails are not turned by the EXIF orientation either) and when it
+/// was taken (EXIF `DateTimeOriginal`, else `DateTime`), as the camera's
+/// clock said it, `YYYY-MM-DD HH:MM:SS` (so it sorts as text).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PictureShape {
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// When it was taken, if the picture says.
+    pub taken: Option<String>,
+}
+
+/// A picture's [`PictureShape`] from its first bytes; None when they are
+/// not a picture this reads (or one whose header lies about its size).
+pub fn picture_shape<R: Read>(content: R) -> Option<PictureShape> {
+    let mut head = Vec::new();
+    content.take(HEAD).read_to_end(&mut head).ok()?;
+    let dim = imagesize::blob_size(&head).ok()?;
+    let side = |n: usize| (1..=MOST_PIXELS_A_SIDE).contains(&n).then_some(n as u32);
+    let (width, height) = (side(dim.width)?, side(dim.height)?);
+    let taken = exif::Reader::new()
+        .read_from_container(&mut std::io::Cursor::new(&head))
+        .ok()
+        .and_then(|exif| {
+            let field = |tag| exif.get_field(tag, exif::In::PRIMARY);
+            match &field(exif::Tag::DateTimeOriginal)
+                .or_else(|| field(exif::Tag::DateTime))?
+                .value
+            {
+                exif::Value::Ascii(parts) => {
+                    // Cameras whose clock was never set write zeros.
+                    let t = exif::DateTime::from_ascii(parts.first()?)
+                        .ok()
+                        .filter(|t| t.year > 0 && (1..=12).contains(&t.month) && t.day > 0)?;
+                    Some(format!(
+                        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
+                        t.year, t.month, t.day, t.hour, t.minute, t.second
+                    ))
+                }
+                _ => None,
+            }
+        });
+    Some(PictureShape {
+        width,
+        height,
+        taken,
+    })
+}
+
+#[cfg(test)]
+mod shape_tests {
+    use super::{picture_shape, PictureShape};
+    use proptest::prelude::*;
+
+    /// The smallest JPEG head a camera could write: EXIF saying when it
+    /// was taken (`taken`, 19 characters), then the frame's size.
+    fn camera_head(width: u16, height: u16, taken: &str) -> Vec<u8> {
+        let mut tiff = b"II*\0\x08\0\0\0".to_vec();
+        // IFD0 at 8: one entry, the EXIF IFD's offset (26).
+        tiff.extend([1, 0, 0x69, 0x87, 4, 0, 1, 0, 0, 0, 26, 0, 0, 0, 0, 0, 0, 0]);
+        // The EXIF IFD at 26: DateTimeOriginal, 20 ASCII bytes at 44.
+        tiff.extend([1, 0, 0x03, 0x90, 2, 0, 20, 0, 0, 0, 44, 0, 0, 0, 0, 0, 0, 0]);
+        tiff.extend(taken.as_bytes());
+        tiff.push(0);
+        let mut out = vec![0xFF, 0xD8, 0xFF, 0xE1];
+        out.extend(((tiff.len() + 8) as u16).to_be_bytes());
+        out.extend(b"Exif\0\0");
+        out.extend(tiff);
+        out.extend([0xFF, 0xC0, 0, 17, 8]);
+        out.extend(height.to_be_bytes());
+        out.extend(width.to_be_bytes());
+        out.extend([3, 1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1, 0xFF, 0xD9]);
+        out
+    }
+
+    #[test]
+    fn a_cameras_photo_says_its_shape_and_when_it_was_taken() {
+        let head = camera_head(6000, 4000, "2026:11:28 14:03:59");
+        assert_eq!(
+            picture_shape(&head[..]),
+            Some(PictureShape {
+                width: 6000,
+                height: 4000,
+                taken: Some("2026-11-28 14:03:59".into()),
+            })
+        );
+        // A camera whose clock was never set writes zeros: no date.
+        let unset = camera_head(4000, 6000, "0000:00:00 00:00:00");
+        assert_eq!(picture_shape(&unset[..]).unwrap().taken, None);
+        assert_eq!(picture_shape(&b"not a picture"[..]), None);
+    }
+
+    proptest! {
+        #[test]
+        fn damaged_heads_never_panic(flips in proptest::collection::vec((0usize..120, any::<u8>()), 1..12), cut in 0usize..120) {
+            let mut head = camera_head(3000, 2000, "2025:01:02 03:04:05");
+            for (at, byte) in flips {
+                if let Some(b) = head.get_mut(at) {
+                    *b = byte;
+                }
+            }
+            head.truncate(cut.max(2));
+            if let Some(s) = picture_shape(&head[..]) {
+                prop_assert!(s.width >= 1 && s.height >= 1 && s.width <= 300_000 && s.height <= 300_000);
+            }
+        }
+    }
+}

@@ -16,5 +16,5 @@ mod fragmented_mp4;
 mod raw_preview;
 
 pub use decode::{decode, decode_jpeg_scaled, scaled_jpeg_of, MAX_DECODE_ALLOC};
-pub use facts::{media_facts, MOST_MP4_BOXES};
+pub use facts::{media_facts, picture_shape, PictureShape, MOST_MP4_BOXES};
 pub use raw_preview::{largest_embedded_jpeg, EmbeddedJpeg};
