@@ -99,6 +99,74 @@ fn photo(path: &Path, tint: u8) {
     img.save(path).unwrap();
 }
 
+/// A JPEG `w`×`h` with the EXIF a camera writes: make, model, when it
+/// was taken (`YYYY:MM:DD HH:MM:SS`), exposure and aperture.
+fn camera_photo(path: &Path, w: u32, h: u32, tint: u8, taken: &str) {
+    let img = image::RgbImage::from_fn(w, h, |x, y| {
+        image::Rgb([(x * 255 / w) as u8, (y * 255 / h) as u8, tint])
+    });
+    let mut jpeg = Vec::new();
+    img.write_to(
+        &mut std::io::Cursor::new(&mut jpeg),
+        image::ImageFormat::Jpeg,
+    )
+    .unwrap();
+    // One IFD: (tag, type, count, value or bytes), its data after it.
+    fn ifd(entries: &[(u16, u16, u32, Vec<u8>)], at: u32) -> Vec<u8> {
+        let size = 2 + 12 * entries.len() as u32 + 4;
+        let (mut out, mut data) = ((entries.len() as u16).to_le_bytes().to_vec(), Vec::new());
+        for (tag, kind, count, value) in entries {
+            out.extend(tag.to_le_bytes());
+            out.extend(kind.to_le_bytes());
+            out.extend(count.to_le_bytes());
+            if value.len() <= 4 {
+                let mut v = value.clone();
+                v.resize(4, 0);
+                out.extend(v);
+            } else {
+                out.extend((at + size + data.len() as u32).to_le_bytes());
+                data.extend(value);
+                if data.len() % 2 == 1 {
+                    data.push(0);
+                }
+            }
+        }
+        out.extend(0u32.to_le_bytes());
+        out.extend(data);
+        out
+    }
+    let ascii = |s: &str| [s.as_bytes(), b"\0"].concat();
+    let rational = |n: u32, d: u32| [n.to_le_bytes(), d.to_le_bytes()].concat();
+    let first = |exif_at: u32| {
+        ifd(
+            &[
+                (0x010F, 2, 6, ascii("Canon")),
+                (0x0110, 2, 13, ascii("Canon EOS R5")),
+                (0x8769, 4, 1, exif_at.to_le_bytes().to_vec()),
+            ],
+            8,
+        )
+    };
+    let exif_at = 8 + first(0).len() as u32;
+    let mut tiff = b"II*\0".to_vec();
+    tiff.extend(8u32.to_le_bytes());
+    tiff.extend(first(exif_at));
+    tiff.extend(ifd(
+        &[
+            (0x829A, 5, 1, rational(1, 250)),
+            (0x829D, 5, 1, rational(28, 10)),
+            (0x9003, 2, 20, ascii(taken)),
+        ],
+        exif_at,
+    ));
+    let body = [b"Exif\0\0".as_slice(), &tiff].concat();
+    let mut out = vec![0xFF, 0xD8, 0xFF, 0xE1];
+    out.extend(((body.len() + 2) as u16).to_be_bytes());
+    out.extend(body);
+    out.extend(&jpeg[2..]);
+    std::fs::write(path, out).unwrap();
+}
+
 /// A Nikon raw whose embedded preview is such a photo.
 fn raw_photo(path: &Path, tint: u8) {
     let preview = path.with_extension("preview.jpg");
@@ -266,7 +334,7 @@ fn the_web_ui_in_a_real_browser() {
 
         // History, then the newest commit: ten thumbnails (before and after; one photo is a camera raw), all decoded.
         c.goto(&format!("{base}/hub/log/main")).await.unwrap();
-        follow(&c, &base, Locator::Css("td a[href*='/commit/']")).await;
+        follow(&c, &base, Locator::Css("ul.commits a[href*='/commit/']")).await;
         let (loaded, all) = loaded_images(&c).await;
         assert_eq!((loaded, all), (10, 10), "every thumbnail decoded in the browser");
         // The raw's thumbnails come from its 1200×800 preview, not its 16×12 thumbnail.
@@ -274,7 +342,7 @@ fn the_web_ui_in_a_real_browser() {
         assert_eq!(raw_widths, json!([256, 256]));
 
         // Compare: both versions, and the slider moves the one on top.
-        follow(&c, &base, Locator::LinkText("compare")).await;
+        follow(&c, &base, Locator::LinkText("compare before and after")).await;
         let (loaded, all) = loaded_images(&c).await;
         assert_eq!(loaded, all);
         assert!(all >= 4);
@@ -421,14 +489,16 @@ fn every_page_fits_a_phone_and_a_desktop() {
         (
             "compare",
             format!(
-                "/hub/compare/{}/{}?name=shoot/img-1.jpg",
+                "/hub/compare/{}/{}?name=shoot/img-1.jpg&from={}&to={head}",
                 old_photo.trim(),
-                new_photo.trim()
+                new_photo.trim(),
+                dmv(&hub, &["rev-parse", "main~1"]).trim(),
             ),
         ),
         ("locks", "/hub/locks".to_string()),
         ("search", "/hub/search?q=IMG&rev=main".to_string()),
         ("upload", "/hub/upload/main/shoot/".to_string()),
+        ("share", "/-/share?n=3".to_string()),
     ];
     let shots = std::env::var_os("DMV_SCREENSHOTS")
         .map(std::path::PathBuf::from)
@@ -494,8 +564,9 @@ fn every_page_fits_a_phone_and_a_desktop() {
                 c.goto(&format!("{base}{path}")).await.unwrap();
                 loaded_images(&c).await;
                 let fit =
-                    c.execute("return [document.documentElement.scrollWidth, window.innerWidth, Array.from(document.images).filter(i => !i.alt).length];", vec![]).await.unwrap();
-                let [scroll, inner, unlabelled]: [u64; 3] = serde_json::from_value(fit).unwrap();
+                    c.execute("return [document.documentElement.scrollWidth, window.innerWidth, Array.from(document.images).filter(i => !i.alt).length, Array.from(document.querySelectorAll('.id, time, header a, header button')).filter(e => e.getClientRects().length > 1 || e.getBoundingClientRect().height > 40).length];", vec![]).await.unwrap();
+                let [scroll, inner, unlabelled, broken]: [u64; 4] = serde_json::from_value(fit).unwrap();
+                assert_eq!(broken, 0, "{name} on a {size}: an id, a date or the header wraps");
                 assert!(scroll <= inner, "{name} on a {size}: {scroll} px wide in a {inner} px window");
                 assert_eq!(unlabelled, 0, "{name} on a {size}: an image without alt text");
                 std::fs::write(shots.join(format!("{name}-{size}.png")), c.screenshot().await.unwrap()).unwrap();
@@ -506,7 +577,7 @@ fn every_page_fits_a_phone_and_a_desktop() {
             assert_eq!(added.len(), 2, "two lines added to the notes");
             assert_eq!(added[0].text().await.unwrap(), "+cool light, after the grade");
             c.goto(&format!("{base}/hub/file/main/shoot/img-3.jpg")).await.unwrap();
-            assert!(c.find(Locator::Css(".badge")).await.unwrap().text().await.unwrap().contains("locked by al"));
+            assert!(c.find(Locator::Css(".badge.locked")).await.unwrap().text().await.unwrap().contains("locked by al"));
             c.goto(&format!("{base}/hub/file/main/README.md")).await.unwrap();
             assert_eq!(c.find(Locator::Css("article h1")).await.unwrap().text().await.unwrap(), "The shoot");
             assert_eq!(c.find_all(Locator::Css("article table td")).await.unwrap().len(), 2);
@@ -531,6 +602,11 @@ fn every_page_fits_a_phone_and_a_desktop() {
             assert!(hits[0].text().await.unwrap().contains("graded: two photos and the notes"));
             c.goto(&format!("{base}/hub/file/main/shoot/img-0.jpg")).await.unwrap();
             assert!(c.source().await.unwrap().contains("1200x800 · "), "the picture's size is on its page");
+            // A comparison names each side by the commit that made it.
+            c.goto(&format!("{base}{}", pages.iter().find(|(n, _)| *n == "compare").unwrap().1)).await.unwrap();
+            let captions = c.find_all(Locator::Css("figcaption")).await.unwrap();
+            assert!(captions[0].text().await.unwrap().starts_with("before: the shoot · "));
+            assert!(captions[1].text().await.unwrap().starts_with("after: graded: two photos and the notes · "));
             // The toggle turns the page dark, and the choice stays on the next page.
             let light = c.execute("return getComputedStyle(document.body).backgroundColor;", vec![]).await.unwrap();
             c.find(Locator::Id("theme")).await.unwrap().click().await.unwrap();
@@ -540,6 +616,12 @@ fn every_page_fits_a_phone_and_a_desktop() {
             let kept = c.execute("return getComputedStyle(document.body).backgroundColor;", vec![]).await.unwrap();
             assert_eq!(kept.as_str(), Some("rgb(13, 17, 23)"));
             std::fs::write(shots.join(format!("commit-dark-{size}.png")), c.screenshot().await.unwrap()).unwrap();
+            // Every page again in the dark colours, to be looked at.
+            for (name, path) in &pages {
+                c.goto(&format!("{base}{path}")).await.unwrap();
+                loaded_images(&c).await;
+                std::fs::write(shots.join(format!("{name}-dark-{size}.png")), c.screenshot().await.unwrap()).unwrap();
+            }
             c.close().await.unwrap();
         }
     });
@@ -1469,4 +1551,288 @@ fn uploads_resume_where_they_stopped_and_refuse_what_they_must() {
     );
     assert!(!dmv(&hub, &["branch"]).contains("HEAD"));
     security_report("uploads", "browser uploads: cut pieces, wrong offsets, oversize, other users, read tokens, bad names, stale pages, forged origins", tried, refused, None);
+}
+
+/// Names of the photos on the page's wall, in the order shown.
+async fn wall_names(c: &Client) -> Vec<String> {
+    let v = c
+        .execute(
+            "return Array.from(document.querySelectorAll('.wall a.ph')).map(p => p.dataset.name);",
+            vec![],
+        )
+        .await
+        .unwrap();
+    serde_json::from_value(v).unwrap()
+}
+
+/// What the lightbox shows: hidden or not, its name, its facts.
+async fn lightbox(c: &Client) -> (bool, String, String) {
+    let v = c
+        .execute("var b = document.getElementById('lightbox'); return [b.hidden, b.querySelector('.name').textContent, b.querySelector('.facts').textContent];", vec![])
+        .await
+        .unwrap();
+    serde_json::from_value(v).unwrap()
+}
+
+/// A folder of photos as a photo library shows it, at a phone's size and
+/// a desktop's: grouped by the day each was taken (newest first, a day in
+/// the order shot; a photo without EXIF by its commit's day), rows that
+/// keep each photo's shape and fill the width, a lightbox moved by arrow
+/// keys and by a swipe with the camera's facts, photos picked and
+/// downloaded as one zip, search hits with thumbnails, a lock taken and
+/// given back by a button, and photos shared to the installed app (its
+/// service worker keeps them) uploaded into a folder and committed.
+#[test]
+fn a_folder_of_photos_reads_as_a_photo_library() {
+    if lacks(&[Need::Chromium]) {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let hub = t.join("hub");
+    dmv(t, &["init", "--bare", hub.to_str().unwrap()]);
+    let work = t.join("work");
+    dmv(t, &["init", work.to_str().unwrap()]);
+    std::fs::create_dir_all(work.join("shoot/rejects")).unwrap();
+    let shapes = [(1200, 800), (800, 1200), (1000, 1000)];
+    // 28 Nov: twelve photos; 29 Nov and 2 Dec: three each, named against
+    // the order they were shot in.
+    let mut expected_2dec = Vec::new();
+    for i in 0..18u32 {
+        let (day, hour) = match i {
+            0..12 => ("2026:11:28", 8 + i),
+            12..15 => ("2026:11:29", 10 + i - 12),
+            _ => ("2026:12:02", 12 - (i - 15)),
+        };
+        let name = format!("IMG_{:04}.jpg", 4000 + i);
+        if day == "2026:12:02" {
+            expected_2dec.insert(0, name.clone());
+        }
+        let (w, h) = shapes[i as usize % 3];
+        camera_photo(
+            &work.join("shoot").join(&name),
+            w,
+            h,
+            i as u8 * 13,
+            &format!("{day} {hour:02}:00:00"),
+        );
+    }
+    photo(&work.join("shoot/scan.jpg"), 7);
+    std::fs::write(work.join("shoot/notes.txt"), "keep the blue ones\n").unwrap();
+    std::fs::write(
+        work.join("README.md"),
+        "# Autumn shoot\n\nSelects are in **shoot/**.\n",
+    )
+    .unwrap();
+    commit_all(&work, "Autumn shoot: three days");
+    dmv(&work, &["push", hub.to_str().unwrap(), "main"]);
+    let head = dmv(&hub, &["rev-parse", "main"]).trim().to_string();
+    let server = HttpServer::start(
+        "[repos]\nhub = \"hub\"\n[tokens]\n\"tok-al\" = { access = \"write\", user = \"al\" }\n",
+        t,
+        0,
+    );
+    let base = format!("http://127.0.0.1:{}", server.port);
+    let shots = std::env::var_os("DMV_SCREENSHOTS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| t.join("screenshots"));
+    std::fs::create_dir_all(&shots).unwrap();
+    let driver = chromedriver();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let zip_urls = rt.block_on(async {
+        let mut zips = Vec::new();
+        for (size, phone) in [("phone", true), ("desktop", false)] {
+            let c = sized_browser(&driver, phone).await;
+            if phone {
+                // The address `dmv serve` prints: the token in the fragment logs in.
+                c.goto(&format!("{base}/login#token=tok-al")).await.unwrap();
+                assert!(!c.current_url().await.unwrap().as_str().contains("tok-al"));
+            } else {
+                log_in(&c, &base, "tok-al").await;
+            }
+            page_with(&c, "Repositories").await;
+            // Home: the README and the latest change.
+            c.goto(&format!("{base}/hub/")).await.unwrap();
+            assert_eq!(c.find(Locator::Css("article h1")).await.unwrap().text().await.unwrap(), "Autumn shoot");
+            assert!(c.source().await.unwrap().contains("Autumn shoot: three days"));
+            std::fs::write(shots.join(format!("home-{size}.png")), c.screenshot().await.unwrap()).unwrap();
+
+            c.goto(&format!("{base}/hub/tree/main/shoot/")).await.unwrap();
+            let mut days = Vec::new();
+            for h in c.find_all(Locator::Css("h2.day")).await.unwrap() {
+                days.push(h.text().await.unwrap());
+            }
+            // The scan says nothing of when it was taken: its commit's day, today, comes first.
+            assert_eq!(days.len(), 4, "{days:?}");
+            assert!(days[0].ends_with("· 1"), "{days:?}");
+            assert_eq!(days[1..], ["2 Dec 2026 · 3", "29 Nov 2026 · 3", "28 Nov 2026 · 12"]);
+            let names = wall_names(&c).await;
+            assert_eq!(names.len(), 19);
+            assert_eq!(names[0], "scan.jpg");
+            assert_eq!(names[1..4], expected_2dec[..]);
+            assert_eq!(names[7..10], ["IMG_4000.jpg", "IMG_4001.jpg", "IMG_4002.jpg"]);
+            // Rows keep each photo's shape and fill the width: in every row
+            // but a day's last, the photos share one height and end at the edge.
+            loaded_images(&c).await;
+            let rows = c.execute(r#"
+                var out = [];
+                document.querySelectorAll('.wall').forEach(function (wall) {
+                  var rows = {}, w = wall.getBoundingClientRect();
+                  wall.querySelectorAll('a.ph').forEach(function (p) {
+                    var r = p.getBoundingClientRect(), k = Math.round(r.top);
+                    (rows[k] = rows[k] || []).push(r);
+                  });
+                  var keys = Object.keys(rows).map(Number).sort(function (a, b) { return a - b; });
+                  keys.slice(0, -1).forEach(function (k) {
+                    var row = rows[k], hs = row.map(function (r) { return r.height; });
+                    var right = Math.max.apply(null, row.map(function (r) { return r.right; }));
+                    out.push([Math.max.apply(null, hs) - Math.min.apply(null, hs), w.right - right, row.length]);
+                  });
+                });
+                return out;"#, vec![]).await.unwrap();
+            let rows: Vec<(f64, f64, usize)> = serde_json::from_value(rows).unwrap();
+            assert!(!rows.is_empty(), "the 28 Nov photos fill more than one row on a {size}");
+            for (spread, gap, n) in &rows {
+                assert!(*spread < 1.5 && gap.abs() < 1.5, "a row of {n} on a {size}: heights differ by {spread} px, ends {gap} px from the edge");
+            }
+            std::fs::write(shots.join(format!("photos-{size}.png")), c.screenshot().await.unwrap()).unwrap();
+
+            // The lightbox: the first photo of 2 Dec, then the next by key or swipe.
+            c.find_all(Locator::Css(".wall a.ph")).await.unwrap()[1].click().await.unwrap();
+            let (hidden, name, facts) = lightbox(&c).await;
+            assert!(!hidden);
+            assert_eq!(name, expected_2dec[0]);
+            assert!(facts.contains("Canon EOS R5") && facts.contains("1/250 s") && facts.contains("f/2.8"), "{facts}");
+            let big = c.execute("var i = document.querySelector('#lightbox .stage img'); return new Promise(function (ok) { (function wait() { if (i.complete && i.naturalWidth) ok([i.naturalWidth, i.getBoundingClientRect().bottom <= innerHeight]); else setTimeout(wait, 50); })(); });", vec![]).await.unwrap();
+            let (width, fits): (u32, bool) = serde_json::from_value(big).unwrap();
+            assert!(width >= 1000 && fits, "the preview is {width} px wide; fits the screen: {fits}");
+            std::fs::write(shots.join(format!("lightbox-{size}.png")), c.screenshot().await.unwrap()).unwrap();
+            if phone {
+                c.execute("var b = document.getElementById('lightbox'); function touch(type, x) { var t = new Touch({identifier: 1, target: b, clientX: x, clientY: 400}); b.dispatchEvent(new TouchEvent(type, {touches: type === 'touchstart' ? [t] : [], changedTouches: [t], bubbles: true})); } touch('touchstart', 300); touch('touchend', 80);", vec![]).await.unwrap();
+            } else {
+                c.find(Locator::Css("body")).await.unwrap().send_keys("\u{E014}").await.unwrap();
+            }
+            assert_eq!(lightbox(&c).await.1, expected_2dec[1], "the next photo, on a {size}");
+            c.find(Locator::Css("body")).await.unwrap().send_keys("\u{E012}").await.unwrap();
+            assert_eq!(lightbox(&c).await.1, expected_2dec[0]);
+            c.find(Locator::Css("body")).await.unwrap().send_keys("\u{E00C}").await.unwrap();
+            assert!(lightbox(&c).await.0, "Escape closes the lightbox");
+
+            // Pick two photos: the bar's link downloads them as one zip.
+            c.find(Locator::Id("select")).await.unwrap().click().await.unwrap();
+            let photos = c.find_all(Locator::Css(".wall a.ph")).await.unwrap();
+            photos[2].click().await.unwrap();
+            photos[8].click().await.unwrap();
+            assert_eq!(c.find(Locator::Css("#picked .count")).await.unwrap().text().await.unwrap(), "2 picked");
+            zips.push((c.find(Locator::Css("#picked a.zip")).await.unwrap().attr("href").await.unwrap().unwrap(), vec![names[2].clone(), names[8].clone()]));
+
+            // Search hits show their thumbnails.
+            c.goto(&format!("{base}/hub/search?q=img&rev=main")).await.unwrap();
+            assert_eq!(c.find_all(Locator::Css("main .wall img")).await.unwrap().len(), 18);
+
+            // A lock taken and given back by the file page's button.
+            c.goto(&format!("{base}/hub/file/main/shoot/IMG_4005.jpg")).await.unwrap();
+            c.find(Locator::Css("form[action$='/locks/take'] button")).await.unwrap().click().await.unwrap();
+            assert!(page_with(&c, "locked by al").await.contains("/locks/release"));
+            assert!(locks_page_as(&base, "tok-al").contains("shoot/IMG_4005.jpg"));
+            c.find(Locator::Css("form[action$='/locks/release'] button")).await.unwrap().click().await.unwrap();
+            page_with(&c, "/locks/take").await;
+            assert!(!locks_page_as(&base, "tok-al").contains("shoot/IMG_4005.jpg"));
+
+            if !phone {
+                // The installable app: its manifest names the share target,
+                // and its service worker keeps what is shared until the upload page sends it.
+                let shared = c.execute_async(r#"
+                    var done = arguments[arguments.length - 1];
+                    navigator.serviceWorker.ready.then(function () {
+                      (function controlled() {
+                        if (!navigator.serviceWorker.controller) return setTimeout(controlled, 50);
+                        var form = new FormData();
+                        form.append('photos', new File([new Uint8Array([255, 216, 255, 217])], 'shared-from-phone.jpg', {type: 'image/jpeg'}));
+                        fetch('/-/share', {method: 'POST', body: form}).then(function (r) { return r.text().then(function (t) { done([r.url, t.indexOf('Upload 1 shared file') >= 0]); }); }, function (e) { done(['', String(e)]); });
+                      })();
+                    });"#, vec![]).await.unwrap();
+                let (url, said): (String, bool) = serde_json::from_value(shared).unwrap();
+                assert!(url.ends_with("/-/share?n=1") && said, "{url}");
+                c.goto(&format!("{base}/hub/upload/main/shoot/?shared=1")).await.unwrap();
+                page_with(&c, "1 shared file ready").await;
+                c.find(Locator::Css("form#upload button[type=submit]")).await.unwrap().click().await.unwrap();
+                page_with(&c, "Upload shared-from-phone.jpg from the web").await;
+            }
+            c.close().await.unwrap();
+        }
+        zips
+    });
+    // The shared photo is in the hub's history, in the folder picked.
+    let shared = dmv_out(&hub, &["cat", "main:shoot/shared-from-phone.jpg"]);
+    assert_eq!(
+        shared.stdout,
+        [255, 216, 255, 217],
+        "{}",
+        String::from_utf8_lossy(&shared.stderr)
+    );
+    assert_ne!(dmv(&hub, &["rev-parse", "main"]).trim(), head);
+    for (href, picked) in zip_urls {
+        let zip = t.join("picked.zip");
+        let code = Command::new("curl")
+            .args([
+                "-s",
+                "-w",
+                "%{http_code}",
+                "-H",
+                "Authorization: Bearer tok-al",
+                "-o",
+            ])
+            .arg(&zip)
+            .arg(format!("{base}{href}"))
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&code.stdout), "200");
+        let listed = Command::new("unzip").arg("-Z1").arg(&zip).output().unwrap();
+        let mut names: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+            .lines()
+            .map(|l| l.rsplit('/').next().unwrap().to_string())
+            .collect();
+        names.sort();
+        let mut picked = picked;
+        picked.sort();
+        assert_eq!(names, picked);
+    }
+}
+
+/// A zip of picked photos takes at most 2,000 names, and none that leaves the folder.
+#[test]
+fn a_zip_of_picked_photos_has_a_budget() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let hub = t.join("hub");
+    dmv(t, &["init", "--bare", hub.to_str().unwrap()]);
+    let work = t.join("work");
+    dmv(t, &["init", work.to_str().unwrap()]);
+    std::fs::create_dir_all(work.join("shoot")).unwrap();
+    std::fs::write(work.join("shoot/a.jpg"), "a").unwrap();
+    std::fs::write(work.join("secret.txt"), "s").unwrap();
+    commit_all(&work, "one");
+    dmv(&work, &["push", hub.to_str().unwrap(), "main"]);
+    let server = HttpServer::start(
+        "[repos]\nhub = \"hub\"\n[tokens]\n\"tok\" = \"read\"\n",
+        t,
+        0,
+    );
+    let base = format!("http://127.0.0.1:{}/hub/zip/main/shoot/", server.port);
+    let many = vec!["a.jpg"; 2_001].join("%2F");
+    let (code, body) = curl_status(&format!("{base}?pick={many}"), Some("tok"));
+    assert_eq!(code, "404");
+    assert!(body.contains("2001 picked: a zip takes at most 2000"), "{body}");
+    let (code, body) = curl_status(&format!("{base}?pick=..%2Fsecret.txt"), Some("tok"));
+    assert_eq!(code, "404", "{body}");
+    let headers = curl_headers(&format!("{base}?pick=a.jpg"), "tok");
+    assert!(headers.starts_with("http/1.1 200"), "{headers}");
+}
+
+fn locks_page_as(base: &str, token: &str) -> String {
+    curl_status(&format!("{base}/hub/locks"), Some(token)).1
 }

@@ -35,7 +35,7 @@ const COOKIE: &str = "dmv_session";
 /// Pages may run only our own script file, show pictures and media of this
 /// server, and may not be framed by anyone.
 const PAGE_POLICY: &str =
-    "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; img-src 'self'; media-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+    "default-src 'none'; script-src 'self'; connect-src 'self'; manifest-src 'self'; worker-src 'self'; style-src 'unsafe-inline'; img-src 'self'; media-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 /// File content is never a document of our origin: no script, no forms, no plugins.
 const CONTENT_POLICY: &str = "sandbox; default-src 'none'; img-src 'self'; media-src 'self'; style-src 'unsafe-inline'; frame-ancestors 'none'";
 
@@ -48,12 +48,19 @@ pub(crate) fn routes() -> Router<Shared> {
         .route("/-/compare.js", get(compare_script))
         .route("/-/theme.js", get(theme_script))
         .route("/-/upload.js", get(upload_script))
+        .route("/-/app.js", get(|| async { script(dmv_web::APP_SCRIPT) }))
+        .route("/sw.js", get(|| async { script(dmv_web::SERVICE_WORKER) }))
+        .route("/-/manifest.webmanifest", get(manifest))
+        .route("/-/icon.svg", get(icon_svg))
+        .route("/-/icon-192.png", get(|| async { icon_png(192) }))
+        .route("/-/icon-512.png", get(|| async { icon_png(512) }))
+        .route("/-/share", get(share))
         .route("/login", get(login_form).post(login))
         .route("/logout", get(logout_form).post(logout))
         .route("/{repo}", get(to_repo_home))
         .route("/{repo}/", get(repo_home))
         .route("/{repo}/{*rest}", get(page))
-        .route("/{repo}/locks/break", post(break_lock))
+        .route("/{repo}/locks/{action}", post(change_lock))
 }
 
 /// The headers every answer of the server carries (file content adds its own policy first).
@@ -186,6 +193,90 @@ async fn index(
     .into_response()
 }
 
+async fn manifest() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "application/manifest+json"),
+            (header::CACHE_CONTROL, "private, max-age=3600"),
+        ],
+        dmv_web::MANIFEST,
+    )
+        .into_response()
+}
+
+async fn icon_svg() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "image/svg+xml"),
+            (header::CACHE_CONTROL, "public, max-age=86400"),
+        ],
+        dmv_web::ICON_SVG,
+    )
+        .into_response()
+}
+
+fn icon_png(edge: u32) -> Response {
+    static DRAWN: std::sync::OnceLock<[Vec<u8>; 2]> = std::sync::OnceLock::new();
+    let drawn = DRAWN.get_or_init(|| [dmv_web::icon_png(192), dmv_web::icon_png(512)]);
+    (
+        [
+            (header::CONTENT_TYPE, "image/png"),
+            (header::CACHE_CONTROL, "public, max-age=86400"),
+        ],
+        drawn[usize::from(edge > 192)].clone(),
+    )
+        .into_response()
+}
+
+/// Where a phone's "Share → DMV" lands once the service worker kept the
+/// files: the repositories to upload them to, each on its HEAD's branch.
+async fn share(
+    State(state): State<Shared>,
+    Extension(peer): Extension<Peer>,
+    Query(query): Query<BTreeMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    match viewer(&state, peer, &headers) {
+        Err(refused) => return refused,
+        Ok(v) if !v.may_write => {
+            return (
+                StatusCode::FORBIDDEN,
+                Html(dmv_web::login_page(Some(
+                    "Uploading shared files needs a write token: log in with one.",
+                ))),
+            )
+                .into_response()
+        }
+        Ok(_) => {}
+    }
+    let dirs: Vec<(String, std::path::PathBuf)> = state
+        .config
+        .repos
+        .iter()
+        .filter_map(|(name, place)| Some((name.clone(), place.dir()?.to_path_buf())))
+        .collect();
+    let shared = query
+        .get("n")
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or(0);
+    let listed = tokio::task::spawn_blocking(move || {
+        dirs.into_iter()
+            .filter_map(|(name, dir)| {
+                let repo = Repository::open(&dir).ok()?;
+                let branch = repo.history().head_branch().ok().flatten()?;
+                let branch = branch
+                    .strip_prefix(dmv_repo::ref_names::BRANCHES)
+                    .unwrap_or(&branch)
+                    .to_string();
+                Some((name, branch))
+            })
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap_or_default();
+    Html(dmv_web::share_page(&listed, shared)).into_response()
+}
+
 async fn compare_script() -> Response {
     script(dmv_web::COMPARE_SCRIPT)
 }
@@ -280,12 +371,19 @@ async fn logout(
     if let Some(id) = session_cookie(&headers) {
         state.sessions.close(id);
     }
-    see_other(
+    let mut out = see_other(
         "/login",
         Some(format!(
             "{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"
         )),
-    )
+    );
+    // What the app kept for offline use (thumbnails, folder pages, shared
+    // photos) goes with the login: a shared phone keeps none of it.
+    out.headers_mut().insert(
+        header::HeaderName::from_static("clear-site-data"),
+        HeaderValue::from_static("\"cache\", \"storage\""),
+    );
+    out
 }
 
 fn see_other(to: &str, cookie: Option<String>) -> Response {
@@ -499,7 +597,7 @@ fn send(reply: Reply, repo: Repository) -> Response {
         Reply::Redirect(to) => see_other(&to, None),
         Reply::Zip {
             commit,
-            folder,
+            paths,
             name,
         } => {
             let Some(slot) = ZipSlot::take() else {
@@ -517,16 +615,11 @@ fn send(reply: Reply, repo: Repository) -> Response {
                         tx,
                         buf: Vec::new(),
                     };
-                    let specs: Vec<Vec<u8>> = if folder.is_empty() {
-                        Vec::new()
-                    } else {
-                        vec![folder]
-                    };
                     let written = repo
                         .history()
                         .archive(
                             &commit,
-                            &specs,
+                            &paths,
                             &format!("{stem}/"),
                             dmv_repo::ArchiveFormat::Zip,
                             &mut out,
@@ -639,20 +732,29 @@ fn send(reply: Reply, repo: Repository) -> Response {
 }
 
 #[derive(Deserialize)]
-struct BreakForm {
+struct LockForm {
     path: String,
+    /// The page to go back to (one of this repository's).
+    #[serde(default)]
+    back: Option<String>,
     /// The login's secret (forms of a session carry it; a bearer token needs none).
     #[serde(default)]
     form_secret: Option<String>,
 }
 
-async fn break_lock(
+async fn change_lock(
     State(state): State<Shared>,
     Extension(peer): Extension<Peer>,
-    UrlPath(name): UrlPath<String>,
+    UrlPath((name, action)): UrlPath<(String, String)>,
     headers: HeaderMap,
-    Form(form): Form<BreakForm>,
+    Form(form): Form<LockForm>,
 ) -> Response {
+    let action = match action.as_str() {
+        "take" => dmv_web::LockAction::Take,
+        "release" => dmv_web::LockAction::Release,
+        "break" => dmv_web::LockAction::Break,
+        _ => return StatusCode::NOT_FOUND.into_response(),
+    };
     let viewer = match viewer(&state, peer, &headers) {
         Ok(v) => v,
         Err(refused) => return refused,
@@ -679,7 +781,15 @@ async fn break_lock(
     };
     let answered = tokio::task::spawn_blocking(move || {
         let repo = Repository::open(&dir).map_err(|e| e.to_string())?;
-        Ok::<_, String>((dmv_web::break_lock(&repo, &name, &form.path, &viewer), repo))
+        let reply = dmv_web::change_lock(
+            &repo,
+            &name,
+            &form.path,
+            action,
+            &viewer,
+            form.back.as_deref(),
+        );
+        Ok::<_, String>((reply, repo))
     })
     .await;
     match answered {

@@ -103,6 +103,15 @@ const PASSIVE: &[&str] = &[
     "audio/opus",
 ];
 
+/// Whether a file's data is here: in a full replica its first object says
+/// so (objects land with all they reach); a partial one checks its chunks.
+pub fn data_here(repo: &dmv_repo::Repository, id: &dmv_repo::store::ObjectId) -> bool {
+    match repo.is_partial() {
+        false => repo.store.contains(id).unwrap_or(false),
+        true => repo.store.check_content_present(id).is_ok(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,13 +4,15 @@
 
 use dmv_repo::store::object::EntryKind;
 use dmv_repo::store::ObjectId;
-use dmv_repo::{human_bytes, utc_time, Change, ChangeKind, FlatEntry, Listed, Repository};
+use dmv_repo::{human_bytes, Change, ChangeKind, FlatEntry, Listed, Repository};
 use maud::{html, Markup, PreEscaped, DOCTYPE};
-use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
 
+pub(crate) use crate::media::data_here;
 use crate::media::{media_of, Media};
 use crate::reply::{Reply, Viewer};
-use dmv_repo::ref_names::{BRANCHES, TAGS};
+pub(crate) use crate::urls::{path_url, seg};
+use crate::words::{icon, when, Icon};
+use dmv_repo::ref_names::BRANCHES;
 
 /// Commits a folder's list looks back through for each entry's last change.
 const LAST_CHANGE_COMMITS: usize = 1000;
@@ -22,61 +24,10 @@ const MAX_TEXT_SHOWN: u64 = 256 << 10;
 /// Versions listed on a file's page.
 const VERSIONS_SHOWN: usize = 20;
 
-/// What a path segment must escape (RFC 3986 path characters stay).
-const SEGMENT: &AsciiSet = &CONTROLS
-    .add(b' ')
-    .add(b'"')
-    .add(b'#')
-    .add(b'%')
-    .add(b'<')
-    .add(b'>')
-    .add(b'?')
-    .add(b'`')
-    .add(b'{')
-    .add(b'}')
-    .add(b'/')
-    .add(b'\\')
-    .add(b'^')
-    .add(b'|')
-    .add(b'[')
-    .add(b']')
-    .add(b'&')
-    .add(b'+');
-
-/// One URL segment.
-pub fn seg(s: &str) -> String {
-    utf8_percent_encode(s, SEGMENT).to_string()
-}
-
-/// A repository path as URL segments.
-pub(crate) fn path_url(path: &str) -> String {
-    path.split('/').map(seg).collect::<Vec<_>>().join("/")
-}
-
 /// Light and dark colours (the dark ones from `prefers-color-scheme`, or
 /// the header's toggle, kept in the browser), a layout that reflows from a
 /// phone's 360 px to a wide screen, and a visible keyboard focus.
-const STYLE: &str = ":root{color-scheme:light;--bg:#fff;--fg:#1f2328;--muted:#656d76;--line:#d8dee4;--code:#f6f8fa;--head:#24292f;--link:#0969da;--thumb:#eaeef2;--add:#dafbe1;--del:#ffebe9;--hunk:#ddf4ff}\
-:root[data-theme=dark]{color-scheme:dark;--bg:#0d1117;--fg:#e6edf3;--muted:#8d96a0;--line:#30363d;--code:#161b22;--head:#010409;--link:#4493f8;--thumb:#21262d;--add:#12261e;--del:#25171c;--hunk:#121d2f}\
-@media (prefers-color-scheme:dark){:root:not([data-theme=light]){color-scheme:dark;--bg:#0d1117;--fg:#e6edf3;--muted:#8d96a0;--line:#30363d;--code:#161b22;--head:#010409;--link:#4493f8;--thumb:#21262d;--add:#12261e;--del:#25171c;--hunk:#121d2f}}\
-*{box-sizing:border-box}body{font-family:system-ui,sans-serif;margin:0;color:var(--fg);background:var(--bg);overflow-wrap:anywhere;line-height:1.4}a{color:var(--link)}\
-header{background:var(--head);color:#fff;padding:.6em 1em;display:flex;flex-wrap:wrap;gap:.3em .8em;align-items:center}header a,header button{color:#fff}header .grow{flex:1}\
-main{padding:1em;max-width:1600px;margin:0 auto}h1{font-size:1.5em;margin:.3em 0}.scroll{overflow-x:auto;max-width:100%}\
-table{border-collapse:collapse;max-width:100%}th,.kind{overflow-wrap:normal}td,th{padding:.3em .6em;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}\
-img,video{max-width:100%;height:auto}.thumbs img{width:min(256px,24vw);height:auto;background:var(--thumb)}.muted{color:var(--muted)}\
-pre{background:var(--code);padding:1em;overflow:auto;max-width:100%}:focus-visible{outline:3px solid #f0883e;outline-offset:2px}\
-nav.crumbs{margin:.2em 0 .6em}nav.crumbs a{text-decoration:none}.badge{display:inline-block;padding:.1em .5em;border-radius:1em;background:var(--thumb);font-size:.9em}\
-ul.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(150px,1fr));gap:.8em;list-style:none;padding:0;margin:0}ul.grid li{border:1px solid var(--line);border-radius:6px;padding:.4em;text-align:center}\
-ul.grid img{width:100%;aspect-ratio:1;object-fit:cover;background:var(--thumb);border-radius:4px}ul.grid .folder{display:flex;align-items:center;justify-content:center;aspect-ratio:1;font-size:3em;background:var(--thumb);border-radius:4px}\
-.twoup{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,320px),1fr));gap:1em}.twoup figure{margin:0;min-width:0}.pan{overflow:auto;max-height:80vh}.pan img{max-width:none;width:100%;display:block}\
-.stack{position:relative;display:inline-block;max-width:100%}.stack img{display:block;max-width:100%}.stack .over{position:absolute;top:0;left:0;width:100%;height:100%}\
-.controls{display:flex;flex-wrap:wrap;gap:.4em 1em;align-items:center;margin:.5em 0}.controls input[type=range]{width:min(400px,60vw)}\
-table.diff{font-family:ui-monospace,monospace;font-size:.85em;width:100%;table-layout:fixed}table.diff td{border:0;padding:0 .4em;white-space:pre-wrap}\
-pre.diff{padding:0}pre.diff span{display:block;padding:0 .6em}.add{background:var(--add)}.del{background:var(--del)}.hunk{background:var(--hunk);color:var(--muted)}\
-.nowrap{white-space:nowrap}form.inline{display:inline}button.link{background:none;border:0;padding:0;color:inherit;font:inherit;text-decoration:underline;cursor:pointer}\
-.drop{border:2px dashed var(--line);border-radius:6px;padding:2em 1em;text-align:center;margin:.6em 0}.drop.over{border-color:var(--link)}\
-form.upload label{display:block;margin:.5em 0 .2em}form.upload input[type=text]{width:min(100%,40em)}ul.progress progress{width:min(300px,50vw)}\
-@media (max-width:600px){main{padding:.6em}td,th{padding:.25em .3em}.wide{display:none}}";
+const STYLE: &str = include_str!("assets/style.css");
 
 /// The image comparison (zoom and pan of both sides together; swipe, onion
 /// skin, difference) and the colour
@@ -107,18 +58,22 @@ fn layout_with(title: &str, repo: Option<&str>, body: Markup, logout: bool) -> S
         html lang="en" {
             head {
                 meta charset="utf-8"; meta name="viewport" content="width=device-width, initial-scale=1";
-                title { (title) " · DMV" } style { (PreEscaped(STYLE)) } script src="/-/theme.js" {}
+                meta name="theme-color" content="#24292f";
+                title { (title) " · DMV" } style { (PreEscaped(STYLE)) }
+                link rel="manifest" href="/-/manifest.webmanifest";
+                link rel="icon" href="/-/icon.svg" type="image/svg+xml";
+                script src="/-/theme.js" {} script src="/-/app.js" defer {}
             }
             body {
                 header {
-                    a href="/" { "DMV" }
+                    a href="/" title="all repositories" { "DMV" }
                     @if let Some(r) = repo {
-                        a href={ "/" (seg(r)) "/" } { (r) }
-                        a href={ "/" (seg(r)) "/locks" } { "locks" }
-                        a href={ "/" (seg(r)) "/search" } { "search" }
+                        a.repo href={ "/" (seg(r)) "/" } { (r) }
+                        a href={ "/" (seg(r)) "/locks" } title="locks" { (icon(Icon::Lock)) span.word { " locks" } }
+                        a href={ "/" (seg(r)) "/search" } title="search" { (icon(Icon::Search)) span.word { " search" } }
                     }
                     span.grow {}
-                    button.link #theme type="button" hidden aria-label="switch between light and dark colours" { "◐ theme" }
+                    button.link #theme type="button" hidden aria-label="switch between light and dark colours" title="light or dark" { (icon(Icon::Theme)) span.word { " theme" } }
                     @if logout { form.inline method="post" action="/logout" { button.link type="submit" { "log out" } } }
                 }
                 main { (body) }
@@ -153,6 +108,28 @@ pub fn index(repos: &[String]) -> String {
     )
 }
 
+/// Where photos shared from a phone's gallery ("Share → DMV") go: the
+/// service worker keeps the `shared` files; the person picks a folder
+/// seen recently (kept by `/-/app.js` in the browser) or a repository's
+/// top folder on the branch `repos` names for it, whose upload page sends
+/// them.
+pub fn share(repos: &[(String, String)], shared: usize) -> String {
+    layout(
+        "Share",
+        None,
+        html! {
+            h1 { "Upload " (shared) " shared " (if shared == 1 { "file" } else { "files" }) }
+            p.muted { "Pick the folder they go into: they are added there as one new commit." }
+            h2 { "Folders seen recently" }
+            ul.plain.commits #recent { li.muted { "None yet on this device." } }
+            h2 { "Top folders" }
+            ul.plain.commits { @for (r, branch) in repos {
+                li { a href={ "/" (seg(r)) "/upload/" (seg(branch)) "/?shared=1" } { (r) } span.meta { " on " (branch) } }
+            } }
+        },
+    )
+}
+
 /// The log-in form (a token, posted to `/login`), with `message` above it
 /// when given: why the viewer has to log in (again).
 pub fn login(message: Option<&str>) -> String {
@@ -182,42 +159,8 @@ pub fn logout() -> String {
 
 pub(crate) type PageResult = Result<Reply, String>;
 
-/// Whether a file's data is here: in a full replica its first object says
-/// so (objects land with all they reach); a partial one checks its chunks.
-pub fn data_here(repo: &Repository, id: &ObjectId) -> bool {
-    match repo.is_partial() {
-        false => repo.store.contains(id).unwrap_or(false),
-        true => repo.store.check_content_present(id).is_ok(),
-    }
-}
-
 fn r(e: impl std::fmt::Display) -> String {
     e.to_string()
-}
-
-/// Branches and tags.
-pub fn home(repo: &Repository, name: &str) -> PageResult {
-    let branches = repo.refs.list(BRANCHES).map_err(r)?;
-    let tags = repo.refs.list(TAGS).map_err(r)?;
-    let base = format!("/{}", seg(name));
-    let body = html! {
-        h1 { (name) }
-        h2 { "Branches" }
-        @if branches.is_empty() { p.muted { "No commits yet." } }
-        table { @for (b, id) in &branches {
-            @let short = b.trim_start_matches(BRANCHES);
-            tr { td { (short) } td { a href={ (base) "/log/" (seg(short)) } { "history" } } td { a href={ (base) "/tree/" (seg(short)) "/" } { "files" } } td.muted { (id.short()) } }
-        } }
-        @if !tags.is_empty() {
-            h2 { "Tags" }
-            table { @for (t, id) in &tags {
-                @let short = t.trim_start_matches(TAGS);
-                @let commit = repo.peel(id).unwrap_or(*id);
-                tr { td { (short) } td { a href={ (base) "/commit/" (commit.to_hex()) } { (commit.short()) } } }
-            } }
-        }
-    };
-    Ok(html(layout(name, Some(name), body)))
 }
 
 /// History from `rev`, a page at a time (`skip` commits in).
@@ -240,12 +183,10 @@ pub fn log(repo: &Repository, name: &str, rev: &str, skip: usize) -> PageResult 
     let base = format!("/{}", seg(name));
     let body = html! {
         h1 { "History of " (rev) }
-        table { @for c in &page {
-            tr {
-                td { a href={ (base) "/commit/" (c.id.to_hex()) } { (c.id.short()) } }
-                td { (c.commit.message.lines().next().unwrap_or("")) }
-                td.muted { (c.commit.author.name) }
-                td.muted { (utc_time(c.commit.committer.time)) }
+        ul.plain.commits { @for c in &page {
+            li {
+                a.subject href={ (base) "/commit/" (c.id.to_hex()) } { (c.commit.message.lines().next().unwrap_or("")) }
+                span.meta { span.nowrap { (c.commit.author.name) } " · " (when(c.commit.committer.time)) " · " span.id title="git: commit id" { (c.id.short()) } }
             }
         } }
         p {
@@ -358,23 +299,24 @@ pub fn commit(
     };
     let body = html! {
         h1 { (c.message.lines().next().unwrap_or("")) }
-        p.muted { (c.author.name) " <" (c.author.email) "> · " (utc_time(c.author.time)) " · " (id.to_hex()) }
+        p.muted { span.nowrap { (c.author.name) } " <" (c.author.email) "> · " (when(c.author.time)) " · " span.id title={ "git: commit " (id.to_hex()) } { (id.short()) } }
         @if c.message.lines().count() > 1 { pre { (c.message) } }
-        p { @for p in &c.parents { "parent " a href={ (base) "/commit/" (p.to_hex()) } { (p.short()) } " " } a href={ (base) "/tree/" (hex) "/" } { "files at this commit" } }
+        p { @for p in &c.parents { "parent " a.id href={ (base) "/commit/" (p.to_hex()) } { (p.short()) } " · " } a href={ (base) "/tree/" (hex) "/" } { "files at this commit" } }
         p.muted { (total) " files changed"
             @if total > CHANGES_PER_PAGE { ", " (skip + 1) "–" (skip + rows.len()) " shown" }
             " · text diffs " a href={ (here) "?skip=" (skip) "&diff=" (other_layout.0) } { (other_layout.1) } }
-        div.scroll { table.thumbs {
-            tr { th { "change" } th { "path" } th { "before" } th { "after" } th.wide {} }
-            @for row in &rows {
-                tr {
-                    td.kind { (row.kind) }
-                    td { @if row.new.is_some_and(|e| e.kind != EntryKind::Dir) { a href={ (base) "/file/" (hex) "/" (path_url(&row.path)) } { (row.shown) } } @else { (row.shown) } }
-                    td { (thumb(&base, row.old.as_ref(), &row.path)) }
-                    td { (thumb(&base, row.new.as_ref(), &row.path)) }
-                    td.wide { @if let (Some(o), Some(n), Media::Image) = (row.old, row.new, media_of(&row.path)) {
-                        a href={ (base) "/compare/" (o.id.to_hex()) "/" (n.id.to_hex()) "?name=" (seg(&row.path)) } { "compare" }
-                    } }
+        ul.plain.changes { @for row in &rows {
+            li {
+                span.badge { (row.kind) } " "
+                @if row.new.is_some_and(|e| e.kind != EntryKind::Dir) { a.name href={ (base) "/file/" (hex) "/" (path_url(&row.path)) } { (row.shown) } } @else { span.name { (row.shown) } }
+                @if media_of(&row.path) == Media::Image {
+                    div.pair {
+                        figure { (thumb(&base, row.old.as_ref(), &row.path)) figcaption.muted { "before" } }
+                        figure { (thumb(&base, row.new.as_ref(), &row.path)) figcaption.muted { "after" } }
+                    }
+                    @if let (Some(o), Some(n)) = (row.old, row.new) {
+                        a href={ (base) "/compare/" (o.id.to_hex()) "/" (n.id.to_hex()) "?name=" (seg(&row.path)) "&from=" (c.parents.first().map(|p| p.to_hex()).unwrap_or_default()) "&to=" (hex) } { "compare before and after" }
+                    }
                 }
             }
         } }
@@ -481,10 +423,10 @@ fn crumbs(base: &str, rev: &str, path: &str) -> Markup {
     let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
     html! {
         nav.crumbs aria-label="where this is" {
-            a href={ (base) "/tree/" (seg(rev)) "/" } { (rev) } " : "
+            a.badge href={ (base) "/tree/" (seg(rev)) "/" } title="git: the revision shown" { (rev) }
             @for (i, part) in parts.iter().enumerate() {
-                "/ "
-                @if i + 1 < parts.len() { a href={ (base) "/tree/" (seg(rev)) "/" (path_url(&parts[..=i].join("/"))) "/" } { (part) } " " }
+                " › "
+                @if i + 1 < parts.len() { a href={ (base) "/tree/" (seg(rev)) "/" (path_url(&parts[..=i].join("/"))) "/" } { (part) } }
                 @else { strong { (part) } }
             }
         }
@@ -500,18 +442,21 @@ pub enum FolderView {
     List,
 }
 
-/// A folder at `rev`, a page of entries after the name `after`, as `view`
-/// asks (None: a grid when the page holds a picture).
+/// A folder at `rev`: as a wall of photos grouped by day (`page` of it),
+/// or as a list of names a page at a time after the name `after`, as
+/// `view` asks (None: a wall when the first page holds a picture).
+#[allow(clippy::too_many_arguments)]
 pub fn tree(
     repo: &Repository,
     name: &str,
     rev: &str,
     path: &str,
     after: Option<&str>,
+    page: usize,
     view: Option<FolderView>,
     viewer: &Viewer,
 ) -> PageResult {
-    let (_, root) = tree_of(repo, rev)?;
+    let (commit, root) = tree_of(repo, rev)?;
     let folder = match dmv_repo::tree::lookup(&repo.store, &root, path.as_bytes()).map_err(r)? {
         Some(e) if e.kind == EntryKind::Dir => e.id,
         Some(_) => return Err(format!("{path} is a file, not a folder")),
@@ -539,21 +484,63 @@ pub fn tree(
     } else {
         FolderView::List
     });
-    let (view_word, other_view, other_word) = match view {
-        FolderView::Grid => ("grid", "list", "list view"),
-        FolderView::List => ("list", "grid", "grid view"),
+    let (other_view, other_word) = match view {
+        FolderView::Grid => ("list", "list view"),
+        FolderView::List => ("grid", "photo view"),
     };
-    // The list view says which commit last changed each entry (a bounded walk back).
-    let last = match view {
-        FolderView::List => {
-            let (commit, _) = tree_of(repo, rev)?;
-            let names: Vec<Vec<u8>> = entries.iter().map(|e| e.name.clone()).collect();
-            repo.history()
-                .last_changes(&commit, path.as_bytes(), &names, LAST_CHANGE_COMMITS)
-                .map_err(r)?
+    let shown = match view {
+        FolderView::Grid => crate::photos::wall(
+            repo,
+            &folder,
+            &crate::photos::WallPlace {
+                repo_name: name,
+                rev,
+                commit,
+                prefix: &prefix,
+                page,
+            },
+        )?,
+        FolderView::List => folder_list(repo, &base, rev, &prefix, commit, &entries, more)?,
+    };
+    let body = html! {
+        h1 { @if prefix.is_empty() { "Photos and files" } @else { (prefix.trim_end_matches('/').rsplit('/').next().unwrap_or("")) } }
+        (crumbs(&base, rev, path))
+        p.controls {
+            a href={ (here) "?view=" (other_view) } { (other_word) }
+            a href={ (base) "/zip/" (seg(rev)) "/" (path_url(&prefix)) } download { "download all as zip" }
+            @if view == FolderView::Grid { button.action #select type="button" hidden { "select" } }
+            @if viewer.may_write && repo.refs.get(&format!("{BRANCHES}{rev}")).ok().flatten().is_some() {
+                a href={ (base) "/upload/" (seg(rev)) "/" (path_url(&prefix)) } { "upload files here" }
+            }
         }
-        FolderView::Grid => Default::default(),
+        (shown)
     };
+    Ok(html(layout(&format!("{rev}:/{prefix}"), Some(name), body)))
+}
+
+/// A page of a folder as a list: names, sizes, and the change that last
+/// touched each.
+fn folder_list(
+    repo: &Repository,
+    base: &str,
+    rev: &str,
+    prefix: &str,
+    commit: ObjectId,
+    entries: &[dmv_repo::store::object::TreeEntry],
+    more: bool,
+) -> Result<Markup, String> {
+    let here = format!("{base}/tree/{}/{}", seg(rev), path_url(prefix));
+    // Which commit last changed each entry (a bounded walk back).
+    let names: Vec<Vec<u8>> = entries.iter().map(|e| e.name.clone()).collect();
+    let last = repo
+        .history()
+        .last_changes(
+            &commit,
+            prefix.trim_end_matches('/').as_bytes(),
+            &names,
+            LAST_CHANGE_COMMITS,
+        )
+        .map_err(r)?;
     // Each commit read once, however many entries it last changed.
     let mut commits: std::collections::HashMap<ObjectId, dmv_repo::store::object::Commit> =
         std::collections::HashMap::new();
@@ -566,60 +553,35 @@ pub fn tree(
         last.get(name)
             .and_then(|id| commits.get(id).map(|c| (*id, c)))
     };
-    let body = html! {
-        h1 { @if prefix.is_empty() { "Files at " (rev) } @else { (prefix.trim_end_matches('/').rsplit('/').next().unwrap_or("")) "/" } }
-        (crumbs(&base, rev, path))
-        p.controls {
-            a href={ (here) "?view=" (other_view) } { (other_word) }
-            a href={ (base) "/zip/" (seg(rev)) "/" (path_url(&prefix)) } download { "download as zip" }
-            @if viewer.may_write && repo.refs.get(&format!("{BRANCHES}{rev}")).ok().flatten().is_some() {
-                a href={ (base) "/upload/" (seg(rev)) "/" (path_url(&prefix)) } { "upload files here" }
-            }
-        }
-        @if view == FolderView::Grid {
-            ul.grid { @for e in &entries {
+    Ok(html! {
+        div.scroll { table {
+            @for e in entries {
                 @let n = String::from_utf8_lossy(&e.name).into_owned();
-                li {
+                tr {
                     @if e.kind == EntryKind::Dir {
-                        a href={ (here) (seg(&n)) "/?view=grid" } { span.folder aria-hidden="true" { "🗀" } (n) "/" }
+                        td.name { a href={ (here) (seg(&n)) "/?view=list" } { (icon(Icon::Folder)) " " (n) } } td {}
                     } @else {
-                        a href={ (base) "/file/" (seg(rev)) "/" (path_url(&format!("{prefix}{n}"))) } {
-                            @if is_image(e) { img loading="lazy" src={ (base) "/thumb/" (e.id.to_hex()) } alt=(n); }
-                            @else { span.folder aria-hidden="true" { "🗎" } }
-                            (n)
-                        }
-                        br; span.muted { (human_bytes(e.size)) }
-                    }
-                }
-            } }
-        } @else {
-            table {
-                @for e in &entries {
-                    @let n = String::from_utf8_lossy(&e.name).into_owned();
-                    tr {
-                        @if e.kind == EntryKind::Dir {
-                            td { a href={ (here) (seg(&n)) "/?view=list" } { (n) "/" } } td {}
-                        } @else {
-                            td { a href={ (base) "/file/" (seg(rev)) "/" (path_url(&format!("{prefix}{n}"))) } { (n) } } td.muted.nowrap { (human_bytes(e.size)) }
-                        }
-                        td.muted { @if let Some((id, c)) = last_info(&e.name) {
-                            a href={ (base) "/commit/" (id.to_hex()) } { (c.message.lines().next().unwrap_or("")) }
+                        td.name { a href={ (base) "/file/" (seg(rev)) "/" (path_url(&format!("{prefix}{n}"))) } {
+                            (icon(match media_of(&n) { Media::Image => Icon::Picture, Media::Video => Icon::Film, Media::Audio => Icon::Sound, _ => Icon::File })) " " (n)
                         } }
-                        td.muted.wide { @if let Some((_, c)) = last_info(&e.name) { (utc_time(c.committer.time)) } }
+                        td.muted.nowrap { (human_bytes(e.size)) }
                     }
+                    td.muted { @if let Some((id, c)) = last_info(&e.name) {
+                        a href={ (base) "/commit/" (id.to_hex()) } { (c.message.lines().next().unwrap_or("")) }
+                    } }
+                    td.muted.wide { @if let Some((_, c)) = last_info(&e.name) { (when(c.committer.time)) } }
                 }
             }
-        }
+        } }
         @if let (true, Some(last)) = (more, entries.last()) {
-            p { a rel="next" href={ (here) "?view=" (view_word) "&after=" (seg(&String::from_utf8_lossy(&last.name))) } { "next " (ENTRIES_PER_PAGE) " →" } }
+            p { a rel="next" href={ (here) "?view=list&after=" (seg(&String::from_utf8_lossy(&last.name))) } { "next " (ENTRIES_PER_PAGE) " →" } }
         }
-    };
-    Ok(html(layout(&format!("{rev}:/{prefix}"), Some(name), body)))
+    })
 }
 
 /// A file at `rev`: shown as what it is (picture, player, text), with a
 /// download link and its last versions.
-pub fn file(repo: &Repository, name: &str, rev: &str, path: &str) -> PageResult {
+pub fn file(repo: &Repository, name: &str, rev: &str, path: &str, viewer: &Viewer) -> PageResult {
     let (commit, root) = tree_of(repo, rev)?;
     let e = match dmv_repo::tree::lookup(&repo.store, &root, path.as_bytes()).map_err(r)? {
         Some(e) if e.kind.is_file() => e,
@@ -634,7 +596,7 @@ pub fn file(repo: &Repository, name: &str, rev: &str, path: &str) -> PageResult 
         repo.store.write_content(&e.id, &mut bytes).ok()?;
         String::from_utf8(bytes).ok()
     });
-    let versions: Vec<(ObjectId, String, ObjectId)> = repo
+    let versions: Vec<(ObjectId, String, ObjectId, i64)> = repo
         .history()
         .walk(&[commit])
         .map_err(r)?
@@ -647,6 +609,7 @@ pub fn file(repo: &Repository, name: &str, rev: &str, path: &str) -> PageResult 
                 c.id,
                 c.commit.message.lines().next().unwrap_or("").to_string(),
                 v.id,
+                c.commit.committer.time,
             ))
         })
         .collect();
@@ -664,13 +627,16 @@ pub fn file(repo: &Repository, name: &str, rev: &str, path: &str) -> PageResult 
     let body = html! {
         h1 { (file_name) }
         (crumbs(&base, rev, path))
-        @if let Some(l) = &lock { p { span.badge { "🔒 locked by " (l.owner) " since " (utc_time(l.since as i64)) } } }
+        p.controls {
+            @if let Some(l) = &lock { span.badge.locked { (icon(Icon::Lock)) " locked by " (l.owner) " since " (when(l.since as i64)) } }
+            (lock_form(&base, path, rev, lock.as_ref(), viewer))
+        }
         p.muted { @for f in &facts { (f) " · " } (human_bytes(e.size)) " · " a href={ (raw) "?download=1" } download=(file_name) { "download" } }
         @if !present { p { "This replica does not hold this file's data." } }
         @else {
             @match media_of(path) {
-                Media::Image => { a href=(raw) { img src={ (base) "/preview/" (e.id.to_hex()) } alt=(path) style="max-width:100%"; } }
-                Media::Video => { video controls preload="metadata" src=(raw) style="max-width:100%" {} }
+                Media::Image => { a href=(raw) { img.picture src={ (base) "/preview/" (e.id.to_hex()) } alt=(path); } }
+                Media::Video => { video.picture controls preload="metadata" src=(raw) {} }
                 Media::Audio => { audio controls preload="metadata" src=(raw) {} }
                 _ => {
                     @if let Some(Some(t)) = &text {
@@ -680,18 +646,46 @@ pub fn file(repo: &Repository, name: &str, rev: &str, path: &str) -> PageResult 
             }
         }
         h2 { "Versions" }
-        table.thumbs { @for (i, (c, msg, v)) in versions.iter().enumerate() {
-            tr {
-                td { a href={ (base) "/commit/" (c.to_hex()) } { (c.short()) } }
-                td { (msg) }
-                td { @if media_of(path) == Media::Image { img loading="lazy" src={ (base) "/thumb/" (v.to_hex()) } alt=(path); } }
-                td { @if let (Media::Image, Some((_, _, older))) = (media_of(path), versions.get(i + 1)) {
-                    @if older != v { a href={ (base) "/compare/" (older.to_hex()) "/" (v.to_hex()) "?name=" (seg(path)) } { "compare with the version before" } }
-                } }
+        ul.plain.commits { @for (i, (c, msg, v, time)) in versions.iter().enumerate() {
+            li.thumbs {
+                @if media_of(path) == Media::Image { img loading="lazy" src={ (base) "/thumb/" (v.to_hex()) } alt=(path) style="width:min(160px,30vw);float:right;margin-left:.6em"; }
+                a.subject href={ (base) "/commit/" (c.to_hex()) } { (msg) }
+                span.meta { (when(*time)) " · " span.id title="git: commit id" { (c.short()) } }
+                @if let (Media::Image, Some((older_commit, _, older, _))) = (media_of(path), versions.get(i + 1)) {
+                    @if older != v { br; a href={ (base) "/compare/" (older.to_hex()) "/" (v.to_hex()) "?name=" (seg(path)) "&from=" (older_commit.to_hex()) "&to=" (c.to_hex()) } { "compare with the version before" } }
+                }
+                div style="clear:both" {}
             }
         } }
     };
     Ok(html(layout(path, Some(name), body)))
+}
+
+/// The button that takes, gives back or breaks a file's lock, as the
+/// viewer may: nothing for a reader, or without a named user.
+fn lock_form(
+    base: &str,
+    path: &str,
+    rev: &str,
+    lock: Option<&dmv_repo::PathLock>,
+    viewer: &Viewer,
+) -> Markup {
+    let action = match (lock, viewer.user.as_deref()) {
+        (_, None) if !viewer.admin => return html! {},
+        (None, Some(_)) if viewer.may_write => ("take", "lock"),
+        (None, _) => return html! {},
+        (Some(l), Some(me)) if l.owner == me => ("release", "unlock"),
+        (Some(_), _) if viewer.admin => ("break", "break the lock"),
+        (Some(_), _) => return html! {},
+    };
+    html! {
+        form.inline method="post" action={ (base) "/locks/" (action.0) } {
+            input type="hidden" name="path" value=(path);
+            input type="hidden" name="back" value={ (base) "/file/" (seg(rev)) "/" (path_url(path)) };
+            @if let Some(secret) = &viewer.form_secret { input type="hidden" name="form_secret" value=(secret); }
+            button.action type="submit" title={ "git: dmv " (if action.0 == "take" { "lock" } else { "unlock" }) } { (icon(Icon::Lock)) " " (action.1) }
+        }
+    }
 }
 
 /// Two versions of an image side by side, and one over the other with a slider.
@@ -701,7 +695,22 @@ pub fn compare(
     before: &str,
     after: &str,
     label: &str,
+    commits: (Option<&str>, Option<&str>),
 ) -> PageResult {
+    // A side is named by the commit that made it (its subject and date)
+    // when the link says which; by its content id otherwise.
+    let named = |commit: Option<&str>, version: &ObjectId| -> Markup {
+        let found = commit
+            .and_then(|hex| repo.resolve(hex).ok())
+            .and_then(|id| Some((id, repo.commit(&id).ok()?)));
+        match found {
+            Some((id, c)) => html! {
+                a href={ "/" (seg(name)) "/commit/" (id.to_hex()) } { (c.message.lines().next().unwrap_or("")) }
+                " · " (when(c.committer.time))
+            },
+            None => html! { span.id { (version.short()) } },
+        }
+    };
     let id = |hex: &str| {
         ObjectId::from_hex(hex)
             .filter(|id| repo.store.contains(id).unwrap_or(false))
@@ -718,8 +727,8 @@ pub fn compare(
         h2 { "Side by side" }
         div.controls { label { "zoom " input #zoom type="range" min="1" max="8" step="0.5" value="1" aria-label="zoom both versions"; } span.muted { "scroll either picture: both move" } }
         div.twoup {
-            figure { div.pan { img #before src=(src_a) alt={ "before: " (label) }; } figcaption { "before " (a.short()) } }
-            figure { div.pan { img #after src=(src_b) alt={ "after: " (label) }; } figcaption { "after " (b.short()) } }
+            figure { div.pan { img #before src=(src_a) alt={ "before: " (label) }; } figcaption { "before: " (named(commits.0, &a)) } }
+            figure { div.pan { img #after src=(src_b) alt={ "after: " (label) }; } figcaption { "after: " (named(commits.1, &b)) } }
         }
         h2 { "Over each other" }
         div.controls {
@@ -774,7 +783,15 @@ pub fn search(
             let hits = crate::search::paths(repo, &tree, query.trim(), skip)?;
             html! {
                 @if hits.page.is_empty() { p.muted { "No file name at " (rev) " holds “" (query) "”." } }
-                ul { @for p in &hits.page { li { a href={ (base) "/file/" (seg(rev)) "/" (path_url(p)) } { (p) } } } }
+                @let pictures: Vec<&(String, ObjectId)> = hits.page.iter().filter(|(p, _)| media_of(p) == Media::Image).collect();
+                @if !pictures.is_empty() {
+                    div.wall { @for (p, id) in &pictures {
+                        a.ph href={ (base) "/file/" (seg(rev)) "/" (path_url(p)) } style="--r:1.5" title=(p) {
+                            img loading="lazy" src={ (base) "/thumb/" (id.to_hex()) } alt=(p);
+                        }
+                    } }
+                }
+                ul.plain.commits { @for (p, _) in &hits.page { li { a href={ (base) "/file/" (seg(rev)) "/" (path_url(p)) } { (p) } } } }
                 (pager(skip, hits.more, &next))
             }
         }
@@ -783,7 +800,7 @@ pub fn search(
             html! {
                 @if hits.page.is_empty() { p.muted { "No commit from " (rev) " back mentions “" (query) "”." } }
                 div.scroll { table { @for c in &hits.page {
-                    tr { td { a href={ (base) "/commit/" (c.id.to_hex()) } { (c.id.short()) } } td { (c.subject) } td.muted { (c.author) } td.muted.wide { (utc_time(c.time)) } }
+                    tr { td { a href={ (base) "/commit/" (c.id.to_hex()) } { (c.id.short()) } } td { (c.subject) } td.muted { (c.author) } td.muted.wide { (when(c.time)) } }
                 } } }
                 (pager(skip, hits.more, &next))
             }
@@ -822,7 +839,7 @@ pub fn locks(repo: &Repository, name: &str, viewer: &Viewer) -> PageResult {
         @if table.is_empty() { p.muted { "Nobody holds a lock." } }
         table { @for l in table.all() {
             tr {
-                td { (l.path) } td { (l.owner) } td.muted { (l.replica) } td.muted { "since " (utc_time(l.since as i64)) }
+                td { (l.path) } td { (l.owner) } td.muted { (l.replica) } td.muted { "since " (when(l.since as i64)) }
                 td { @if viewer.admin {
                     form method="post" action={ (base) "/locks/break" } {
                         input type="hidden" name="path" value=(l.path);

@@ -60,8 +60,8 @@ pub enum Reply {
     Zip {
         /// The commit.
         commit: ObjectId,
-        /// The folder (empty: the whole tree).
-        folder: Vec<u8>,
+        /// The paths to put in it (none: the whole tree).
+        paths: Vec<Vec<u8>>,
         /// The file name it is downloaded as; its stem is the folder inside.
         name: String,
     },

@@ -32,7 +32,7 @@ pub fn respond(repo: &Repository, name: &str, req: &PageRequest<'_>) -> Reply {
     let (head, rest) = req.path.split_once('/').unwrap_or((req.path, ""));
     let query = |k: &str| req.query.get(k).map(String::as_str);
     let answer = match head {
-        "" => pages::home(repo, name),
+        "" => crate::home::home(repo, name, query("branch")),
         "log" => pages::log(
             repo,
             name,
@@ -66,14 +66,23 @@ pub fn respond(repo: &Repository, name: &str, req: &PageRequest<'_>) -> Reply {
                     rev,
                     path.trim_end_matches('/'),
                     query("after"),
+                    query("page").and_then(|s| s.parse().ok()).unwrap_or(0),
                     view,
                     req.viewer,
                 )
             })
         }
-        "file" => split_rev(repo, rest).and_then(|(rev, path)| pages::file(repo, name, rev, path)),
+        "file" => split_rev(repo, rest)
+            .and_then(|(rev, path)| pages::file(repo, name, rev, path, req.viewer)),
         "compare" => match rest.split_once('/') {
-            Some((a, b)) => pages::compare(repo, name, a, b, query("name").unwrap_or("")),
+            Some((a, b)) => pages::compare(
+                repo,
+                name,
+                a,
+                b,
+                query("name").unwrap_or(""),
+                (query("from"), query("to")),
+            ),
             None => Err("compare needs two versions".into()),
         },
         "locks" if rest.is_empty() => pages::locks(repo, name, req.viewer),
@@ -94,8 +103,9 @@ pub fn respond(repo: &Repository, name: &str, req: &PageRequest<'_>) -> Reply {
             )
         }
         "upload" => upload_page::upload(repo, name, rest, req.viewer),
-        "zip" => split_rev(repo, rest)
-            .and_then(|(rev, path)| folder_zip(repo, name, rev, path.trim_end_matches('/'))),
+        "zip" => split_rev(repo, rest).and_then(|(rev, path)| {
+            folder_zip(repo, name, rev, path.trim_end_matches('/'), query("pick"))
+        }),
         "thumb" => Ok(image(repo, rest, THUMBNAIL_EDGE)),
         "preview" => Ok(image(repo, rest, PREVIEW_EDGE)),
         "raw" => content(repo, rest, req.range, query("download").is_some()),
@@ -120,9 +130,19 @@ fn split_rev<'p>(repo: &Repository, rest: &'p str) -> Result<(&'p str, &'p str),
     }
 }
 
+/// Names one zip may pick from a folder (a photo wall's selection).
+pub const MOST_PICKED: usize = 2_000;
+
 /// `REV/FOLDER` as a zip download named after the folder (or the
-/// repository) and the commit, checked before the stream starts.
-fn folder_zip(repo: &Repository, name: &str, rev: &str, folder: &str) -> Result<Reply, String> {
+/// repository) and the commit, checked before the stream starts; with
+/// `pick` (names joined by `/`), only those entries of the folder.
+fn folder_zip(
+    repo: &Repository,
+    name: &str,
+    rev: &str,
+    folder: &str,
+    pick: Option<&str>,
+) -> Result<Reply, String> {
     let commit = repo.resolve(rev).map_err(|e| e.to_string())?;
     if !folder.is_empty() {
         let root = repo.commit(&commit).map_err(|e| e.to_string())?.tree;
@@ -138,9 +158,35 @@ fn folder_zip(repo: &Repository, name: &str, rev: &str, folder: &str) -> Result<
         .next()
         .filter(|s| !s.is_empty())
         .unwrap_or(name);
+    let paths: Vec<Vec<u8>> = match pick.filter(|p| !p.is_empty()) {
+        None if folder.is_empty() => Vec::new(),
+        None => vec![folder.as_bytes().to_vec()],
+        Some(names) => {
+            let names: Vec<&str> = names.split('/').filter(|n| !n.is_empty()).collect();
+            if names.len() > MOST_PICKED {
+                return Err(format!(
+                    "{} picked: a zip takes at most {MOST_PICKED}",
+                    names.len()
+                ));
+            }
+            if names.iter().any(|n| *n == "." || *n == "..") {
+                return Err("a picked name is . or ..".into());
+            }
+            names
+                .iter()
+                .map(|n| {
+                    if folder.is_empty() {
+                        n.as_bytes().to_vec()
+                    } else {
+                        format!("{folder}/{n}").into_bytes()
+                    }
+                })
+                .collect()
+        }
+    };
     Ok(Reply::Zip {
         commit,
-        folder: folder.as_bytes().to_vec(),
+        paths,
         name: format!("{stem}-{}.zip", commit.short()),
     })
 }
@@ -201,27 +247,76 @@ pub fn write_content(
     std::io::copy(&mut std::io::Read::take(reader, len), out)
 }
 
-/// The lock-breaking form: admins only; back to the locks page.
-pub fn break_lock(repo: &Repository, name: &str, path: &str, viewer: &Viewer) -> Reply {
-    if !viewer.admin {
-        return pages::error_page(403, Some(name), "breaking a lock needs an admin token");
+/// What a lock form asks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockAction {
+    /// Take the lock of a path for the viewer (from the replica `web`).
+    Take,
+    /// Give back the viewer's own lock.
+    Release,
+    /// Break someone else's lock: admins only.
+    Break,
+}
+
+/// The replica a lock taken from a browser is recorded as held from.
+pub const WEB_REPLICA: &str = "web";
+
+/// A lock form, under the rules `dmv lock` and `dmv unlock` meet at the
+/// server: a lock needs a named user, a path held by someone else (or by
+/// the same person from another replica) is refused, only an admin
+/// breaks another's lock. Then back to `back` when it is a page of this
+/// repository, else to the locks page.
+pub fn change_lock(
+    repo: &Repository,
+    name: &str,
+    path: &str,
+    action: LockAction,
+    viewer: &Viewer,
+    back: Option<&str>,
+) -> Reply {
+    let Some(user) = viewer
+        .user
+        .as_deref()
+        .or((action == LockAction::Break).then_some(""))
+    else {
+        return pages::error_page(
+            403,
+            Some(name),
+            "locks are held by a named user: this token names none",
+        );
+    };
+    match action {
+        LockAction::Break if !viewer.admin => {
+            return pages::error_page(403, Some(name), "breaking a lock needs an admin token")
+        }
+        LockAction::Take if !viewer.may_write => {
+            return pages::error_page(403, Some(name), "taking a lock needs a write token")
+        }
+        _ => {}
     }
-    let broken = repo
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let done = repo
         .locks()
         .hold_locks()
         .map_err(|e| e.to_string())
         .and_then(|mut held| {
-            held.table
-                .unlock(
-                    &[path.to_string()],
-                    viewer.user.as_deref().unwrap_or(""),
-                    true,
-                )
-                .map_err(|e| e.to_string())?;
+            let paths = [path.to_string()];
+            match action {
+                LockAction::Take => held.table.lock(&paths, user, WEB_REPLICA, now).map(drop),
+                LockAction::Release => held.table.unlock(&paths, user, false).map(drop),
+                LockAction::Break => held.table.unlock(&paths, user, true).map(drop),
+            }
+            .map_err(|e| e.to_string())?;
             held.save().map_err(|e| e.to_string())
         });
-    match broken {
-        Ok(()) => Reply::Redirect(format!("/{}/locks", pages::seg(name))),
+    let ours = format!("/{}/", pages::seg(name));
+    match done {
+        Ok(()) => Reply::Redirect(
+            back.filter(|b| b.starts_with(&ours) && !b.contains("//") && !b.contains('\\'))
+                .map_or_else(|| format!("{ours}locks"), str::to_string),
+        ),
         Err(e) => pages::error_page(409, Some(name), &e),
     }
 }

@@ -18,8 +18,9 @@ pub const COMMITS_SEARCHED: usize = 100_000;
 /// Trees whose paths are kept (a million paths take about 60 MB).
 const TREES_KEPT: usize = 2;
 
-/// Every path of a tree, sorted, with its lowercase form beside it for matching.
-type Paths = Arc<Vec<(String, String)>>;
+/// Every path of a tree, sorted, with its lowercase form beside it for
+/// matching and its content's id (a picture's hit shows its thumbnail).
+type Paths = Arc<Vec<(String, String, ObjectId)>>;
 
 /// The paths of the trees searched last, each listed once however many
 /// search at once (300 cold searches of a tree of 100,000 files each
@@ -38,19 +39,19 @@ pub struct Hits<T> {
     pub more: bool,
 }
 
-/// Paths at `tree` holding `query` (any case), `skip` hits in.
+/// Paths at `tree` holding `query` (any case), with their content ids, `skip` hits in.
 pub fn paths(
     repo: &Repository,
     tree: &ObjectId,
     query: &str,
     skip: usize,
-) -> Result<Hits<String>, String> {
+) -> Result<Hits<(String, ObjectId)>, String> {
     let all = paths_of(repo, tree)?;
     let wanted = query.to_lowercase();
     let mut found = all
         .iter()
-        .filter(|(_, lower)| lower.contains(&wanted))
-        .map(|(path, _)| path.clone())
+        .filter(|(_, lower, _)| lower.contains(&wanted))
+        .map(|(path, _, id)| (path.clone(), *id))
         .skip(skip)
         .take(HITS_PER_PAGE + 1)
         .collect::<Vec<_>>();
@@ -66,10 +67,10 @@ fn paths_of(repo: &Repository, tree: &ObjectId) -> Result<Paths, String> {
         let flat = dmv_repo::tree::flatten_sorted(&repo.store, tree).map_err(|e| e.to_string())?;
         Ok(Arc::new(
             flat.into_iter()
-                .map(|(path, _)| {
+                .map(|(path, entry)| {
                     let path = String::from_utf8_lossy(&path).into_owned();
                     let lower = path.to_lowercase();
-                    (path, lower)
+                    (path, lower, entry.id)
                 })
                 .collect(),
         ))
@@ -167,7 +168,8 @@ mod tests {
             for _ in 0..32 {
                 s.spawn(|| {
                     let hits = paths(&repo, &tree, "img_0042", 0).unwrap();
-                    assert_eq!(hits.page, ["shoot-12/IMG_0042.jpg"]);
+                    let found: Vec<&str> = hits.page.iter().map(|(p, _)| p.as_str()).collect();
+                    assert_eq!(found, ["shoot-12/IMG_0042.jpg"]);
                 });
             }
         });

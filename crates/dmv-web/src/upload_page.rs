@@ -88,6 +88,10 @@ function headers(extra){var h={'x-dmv-form-secret':d.secret};for(var k in extra)
 function add(files){for(var i=0;i<files.length;i++){var file=files[i],li=document.createElement('li'),bar=document.createElement('progress');
 bar.max=file.size||1;bar.value=0;li.textContent=file.name+' ';li.appendChild(bar);list.appendChild(li);picked.push({file:file,bar:bar});}}
 input.addEventListener('change',function(){add(input.files);});
+if(/[?&]shared=1/.test(location.search)&&window.caches){caches.open('dmv-shared').then(function(c){return c.keys().then(function(keys){
+return Promise.all(keys.map(function(k){return c.match(k).then(function(r){return r.blob().then(function(b){
+return new File([b],decodeURIComponent(r.headers.get('x-name')||'shared'),{type:b.type,lastModified:+(r.headers.get('x-modified')||0)});});});}));});})
+.then(function(files){add(files);status.textContent=files.length?(files.length===1?'1 shared file':files.length+' shared files')+' ready: upload and commit here.':'';});}
 drop.addEventListener('dragover',function(e){e.preventDefault();drop.classList.add('over');});
 drop.addEventListener('dragleave',function(){drop.classList.remove('over');});
 drop.addEventListener('drop',function(e){e.preventDefault();drop.classList.remove('over');add(e.dataTransfer.files);});
@@ -113,6 +117,7 @@ picked.reduce(function(chain,p){return chain.then(function(){return start(p).the
 .then(function(id){done.push({name:p.file.name,id:id,key:key(p.file)});});});},Promise.resolve())
 .then(function(){status.textContent='Committing…';return fetch('/'+d.repo+'/commit-uploads',{method:'POST',headers:headers({'content-type':'application/json'}),
 body:JSON.stringify({branch:d.branch,seen:d.seen,folder:d.folder,message:document.getElementById('message').value,files:done.map(function(x){return {name:x.name,id:x.id};})})}).then(json);})
-.then(function(c){done.forEach(function(x){try{localStorage.removeItem(x.key);}catch(e){}});location.href=c.url;},
+.then(function(c){done.forEach(function(x){try{localStorage.removeItem(x.key);}catch(e){}});
+(window.caches?caches.delete('dmv-shared'):Promise.resolve()).then(function(){location.href=c.url;},function(){location.href=c.url;});},
 function(err){status.textContent=err.message;button.disabled=false;});});
 })();"#;

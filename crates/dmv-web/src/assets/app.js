@@ -1,0 +1,153 @@
+// The web UI's behaviour beyond links and forms: every page works without
+// it. A photo wall's lightbox (arrow keys, swipe), picking photos to
+// download as one zip, the next page of a wall as it scrolls into view,
+// exact times on a tap, logging in from an address's #token=, and the
+// service worker that keeps recent thumbnails for offline use.
+(function () {
+  'use strict';
+  var doc = document;
+
+  // A date says "3 days ago"; a tap (phones have no hover) shows the exact time.
+  doc.addEventListener('click', function (e) {
+    var t = e.target.closest && e.target.closest('time[title]');
+    if (!t || t.closest('a')) return;
+    var shown = t.textContent; t.textContent = t.title; t.title = shown;
+  });
+
+  // `dmv serve` prints an address whose fragment holds a token: log in with it
+  // (the fragment never reaches the server's logs), then forget it.
+  var login = doc.querySelector('form[action="/login"] input[name=token]');
+  if (login && location.hash.indexOf('#token=') === 0) {
+    login.value = decodeURIComponent(location.hash.slice(7));
+    history.replaceState(null, '', location.pathname);
+    login.form.submit();
+  }
+
+  if ('serviceWorker' in navigator && location.protocol !== 'file:') {
+    navigator.serviceWorker.register('/sw.js').catch(function () {});
+  }
+
+  var wall = doc.getElementById('photos');
+  if (!wall) return;
+  var photos = function () { return Array.prototype.slice.call(doc.querySelectorAll('.wall a.ph')); };
+
+  // The next page of the wall, fetched when its link comes into view.
+  function more(link) {
+    if (!('IntersectionObserver' in window)) return;
+    var seen = new IntersectionObserver(function (entries) {
+      if (!entries[0].isIntersecting) return;
+      seen.disconnect();
+      fetch(link.href, { credentials: 'same-origin' }).then(function (r) { return r.text(); }).then(function (text) {
+        var page = new DOMParser().parseFromString(text, 'text/html');
+        var next = page.getElementById('photos');
+        if (!next) return;
+        while (next.firstChild) wall.appendChild(doc.adoptNode(next.firstChild));
+        var after = page.querySelector('a.more');
+        if (after) { link.href = after.href; more(link); } else { link.remove(); }
+      }).catch(function () {});
+    }, { rootMargin: '800px' });
+    seen.observe(link);
+  }
+  var next = doc.querySelector('a.more');
+  if (next) more(next);
+
+  // Picking: a tap picks or unpicks; the bar downloads the picked as one zip.
+  var selectButton = doc.getElementById('select'), bar = doc.getElementById('picked');
+  var picked = [];
+  function showPicked() {
+    bar.hidden = !doc.body.classList.contains('selecting');
+    bar.querySelector('.count').textContent = picked.length + ' picked';
+    var zip = bar.querySelector('a.zip');
+    zip.hidden = picked.length === 0;
+    zip.href = wall.dataset.zip + '?pick=' + picked.map(encodeURIComponent).join('%2F');
+  }
+  if (selectButton && bar) {
+    selectButton.hidden = false;
+    selectButton.addEventListener('click', function () {
+      var on = doc.body.classList.toggle('selecting');
+      selectButton.textContent = on ? 'done' : 'select';
+      if (!on) { picked = []; photos().forEach(function (p) { p.classList.remove('picked'); }); }
+      showPicked();
+    });
+  }
+
+  // The lightbox: the photo fitted to the screen, its facts, previous and next.
+  var box = doc.createElement('div'), at = -1;
+  box.id = 'lightbox'; box.hidden = true;
+  box.setAttribute('role', 'dialog'); box.setAttribute('aria-modal', 'true');
+  box.innerHTML = '<div class="top"><span class="where"></span><span class="grow name"></span>' +
+    '<a class="details">details<span class="word"> and history</span></a><a class="download" download>download</a>' +
+    '<button type="button" class="close" aria-label="close">✕</button></div>' +
+    '<div class="stage"><img alt="the photo shown"></div><div class="facts"></div>' +
+    '<button type="button" class="nav prev" aria-label="previous photo">‹</button>' +
+    '<button type="button" class="nav next" aria-label="next photo">›</button>';
+  doc.body.appendChild(box);
+  var img = box.querySelector('.stage img');
+  function show(i) {
+    var all = photos();
+    if (i < 0 || i >= all.length) return;
+    at = i;
+    var p = all[i];
+    img.src = p.dataset.preview; img.alt = p.dataset.name;
+    box.querySelector('.name').textContent = p.dataset.name;
+    box.querySelector('.where').textContent = (i + 1) + ' / ' + all.length;
+    box.querySelector('.facts').textContent = p.dataset.facts || '';
+    box.querySelector('.details').href = p.href;
+    box.querySelector('.download').href = p.dataset.raw;
+    box.hidden = false;
+    // The neighbours load while this one is looked at.
+    [i - 1, i + 1].forEach(function (j) { if (all[j]) new Image().src = all[j].dataset.preview; });
+  }
+  function close() { box.hidden = true; at = -1; }
+  box.querySelector('.close').addEventListener('click', close);
+  box.querySelector('.prev').addEventListener('click', function () { show(at - 1); });
+  box.querySelector('.next').addEventListener('click', function () { show(at + 1); });
+  doc.addEventListener('keydown', function (e) {
+    if (box.hidden) return;
+    if (e.key === 'ArrowLeft') show(at - 1);
+    else if (e.key === 'ArrowRight') show(at + 1);
+    else if (e.key === 'Escape') close();
+  });
+  var startX = null;
+  box.addEventListener('touchstart', function (e) { startX = e.touches[0].clientX; }, { passive: true });
+  box.addEventListener('touchend', function (e) {
+    if (startX === null) return;
+    var dx = e.changedTouches[0].clientX - startX; startX = null;
+    if (Math.abs(dx) > 40) show(at + (dx < 0 ? 1 : -1));
+  });
+  wall.addEventListener('click', function (e) {
+    var p = e.target.closest('a.ph');
+    if (!p || e.ctrlKey || e.metaKey || e.shiftKey) return;
+    e.preventDefault();
+    if (doc.body.classList.contains('selecting')) {
+      var name = p.dataset.name, k = picked.indexOf(name);
+      if (k < 0) picked.push(name); else picked.splice(k, 1);
+      p.classList.toggle('picked', k < 0);
+      showPicked();
+    } else {
+      show(photos().indexOf(p));
+    }
+  });
+})();
+
+// Folders with an upload link, kept as the places "Share → DMV" offers.
+(function () {
+  var up = document.querySelector('a[href*="/upload/"]');
+  var key = 'dmv-recent-folders', kept = [];
+  try { kept = JSON.parse(localStorage.getItem(key) || '[]'); } catch (e) {}
+  if (up && /\/tree\//.test(location.pathname)) {
+    var h = up.getAttribute('href');
+    kept = [{ href: h, label: decodeURIComponent(h.replace(/^\/([^/]+)\/upload\//, '$1: ')) }]
+      .concat(kept.filter(function (k) { return k.href !== h; })).slice(0, 8);
+    try { localStorage.setItem(key, JSON.stringify(kept)); } catch (e) {}
+  }
+  var recent = document.getElementById('recent');
+  if (recent && kept.length) {
+    recent.textContent = '';
+    kept.forEach(function (k) {
+      var li = document.createElement('li'), a = document.createElement('a');
+      a.href = k.href + '?shared=1'; a.textContent = k.label;
+      li.appendChild(a); recent.appendChild(li);
+    });
+  }
+})();
