@@ -1826,7 +1826,10 @@ fn a_zip_of_picked_photos_has_a_budget() {
     let many = vec!["a.jpg"; 2_001].join("%2F");
     let (code, body) = curl_status(&format!("{base}?pick={many}"), Some("tok"));
     assert_eq!(code, "404");
-    assert!(body.contains("2001 picked: a zip takes at most 2000"), "{body}");
+    assert!(
+        body.contains("2001 picked: a zip takes at most 2000"),
+        "{body}"
+    );
     let (code, body) = curl_status(&format!("{base}?pick=..%2Fsecret.txt"), Some("tok"));
     assert_eq!(code, "404", "{body}");
     let headers = curl_headers(&format!("{base}?pick=a.jpg"), "tok");
