@@ -1627,7 +1627,7 @@ fn a_folder_of_photos_reads_as_a_photo_library() {
     commit_all(&work, "Autumn shoot: three days");
     dmv(&work, &["push", hub.to_str().unwrap(), "main"]);
     let head = dmv(&hub, &["rev-parse", "main"]).trim().to_string();
-    let server = HttpServer::start(
+    let mut server = HttpServer::start(
         "[repos]\nhub = \"hub\"\n[tokens]\n\"tok-al\" = { access = \"write\", user = \"al\" }\n",
         t,
         0,
@@ -1642,7 +1642,7 @@ fn a_folder_of_photos_reads_as_a_photo_library() {
         .enable_all()
         .build()
         .unwrap();
-    let zip_urls = rt.block_on(async {
+    rt.block_on(async {
         let mut zips = Vec::new();
         for (size, phone) in [("phone", true), ("desktop", false)] {
             let c = sized_browser(&driver, phone).await;
@@ -1761,10 +1761,23 @@ fn a_folder_of_photos_reads_as_a_photo_library() {
                 page_with(&c, "1 shared file ready").await;
                 c.find(Locator::Css("form#upload button[type=submit]")).await.unwrap().click().await.unwrap();
                 page_with(&c, "Upload shared-from-phone.jpg from the web").await;
+                for (href, picked) in &zips {
+                    check_picked_zip(t, &base, href, picked);
+                }
+                // A folder seen shows offline, its thumbnails from what the service worker kept.
+                c.goto(&format!("{base}/hub/tree/main/shoot/")).await.unwrap();
+                let first_thumbs = "var imgs = Array.from(document.querySelectorAll('.wall a.ph:not([data-name=\"shared-from-phone.jpg\"]) img')).slice(0, 4), done = arguments[arguments.length - 1]; (function wait(n) { if (imgs.length === 4 && imgs.every(function (i) { return i.complete && i.naturalWidth > 0; })) return done(true); if (n > 200) return done(false); setTimeout(function () { wait(n + 1); }, 50); })(0);";
+                assert_eq!(c.execute_async(first_thumbs, vec![]).await.unwrap(), json!(true));
+                server.kill();
+                c.refresh().await.unwrap();
+                assert_eq!(c.execute_async(first_thumbs, vec![]).await.unwrap(), json!(true), "the folder's first thumbnails offline");
+                assert_eq!(wall_names(&c).await.len(), 20, "the folder offline, with the shared photo");
+                // The shared bytes are no picture: its tile says its name, not a broken glyph.
+                let missing = c.execute("return Array.from(document.querySelectorAll('.wall a.ph.missing')).map(p => p.dataset.name);", vec![]).await.unwrap();
+                assert_eq!(missing, json!(["shared-from-phone.jpg"]));
             }
             c.close().await.unwrap();
         }
-        zips
     });
     // The shared photo is in the hub's history, in the folder picked.
     let shared = dmv_out(&hub, &["cat", "main:shoot/shared-from-phone.jpg"]);
@@ -1775,32 +1788,34 @@ fn a_folder_of_photos_reads_as_a_photo_library() {
         String::from_utf8_lossy(&shared.stderr)
     );
     assert_ne!(dmv(&hub, &["rev-parse", "main"]).trim(), head);
-    for (href, picked) in zip_urls {
-        let zip = t.join("picked.zip");
-        let code = Command::new("curl")
-            .args([
-                "-s",
-                "-w",
-                "%{http_code}",
-                "-H",
-                "Authorization: Bearer tok-al",
-                "-o",
-            ])
-            .arg(&zip)
-            .arg(format!("{base}{href}"))
-            .output()
-            .unwrap();
-        assert_eq!(String::from_utf8_lossy(&code.stdout), "200");
-        let listed = Command::new("unzip").arg("-Z1").arg(&zip).output().unwrap();
-        let mut names: Vec<String> = String::from_utf8_lossy(&listed.stdout)
-            .lines()
-            .map(|l| l.rsplit('/').next().unwrap().to_string())
-            .collect();
-        names.sort();
-        let mut picked = picked;
-        picked.sort();
-        assert_eq!(names, picked);
-    }
+}
+
+/// Downloads the zip at `href` and checks it holds exactly `picked`.
+fn check_picked_zip(t: &Path, base: &str, href: &str, picked: &[String]) {
+    let zip = t.join("picked.zip");
+    let code = Command::new("curl")
+        .args([
+            "-s",
+            "-w",
+            "%{http_code}",
+            "-H",
+            "Authorization: Bearer tok-al",
+            "-o",
+        ])
+        .arg(&zip)
+        .arg(format!("{base}{href}"))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&code.stdout), "200");
+    let listed = Command::new("unzip").arg("-Z1").arg(&zip).output().unwrap();
+    let mut names: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .map(|l| l.rsplit('/').next().unwrap().to_string())
+        .collect();
+    names.sort();
+    let mut picked = picked.to_vec();
+    picked.sort();
+    assert_eq!(names, picked);
 }
 
 /// A zip of picked photos takes at most 2,000 names, and none that leaves the folder.

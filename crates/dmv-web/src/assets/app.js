@@ -14,6 +14,16 @@
     var shown = t.textContent; t.textContent = t.title; t.title = shown;
   });
 
+  // A picture the server could not make a thumbnail of shows its name on
+  // a plain tile, not the browser's broken-image glyph.
+  doc.addEventListener('error', function (e) {
+    var img = e.target;
+    if (img.tagName !== 'IMG') return;
+    img.classList.add('missing');
+    var tile = img.closest('a.ph');
+    if (tile) tile.classList.add('missing');
+  }, true);
+
   // `dmv serve` prints an address whose fragment holds a token: log in with it
   // (the fragment never reaches the server's logs), then forget it.
   var login = doc.querySelector('form[action="/login"] input[name=token]');
