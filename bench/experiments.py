@@ -2343,12 +2343,13 @@ class _Chromedriver:
         except (OSError, http.client.HTTPException) as e:
             raise _WebDriverError("%s %s: %s" % (method, path, e))
 
-    def session(self, timeout):
-        """A new browser: a fresh profile, so an empty HTTP cache."""
+    def session(self, timeout, options=None):
+        """A new browser: a fresh profile, so an empty HTTP cache. `options`: goog:chromeOptions
+        instead of CHROME_ARGS alone (the wall experiment's window sizes and phone emulation)."""
         # "eager": navigating returns at DOMContentLoaded; PAGE_SCRIPT waits for the load event in the page
         caps = {"browserName": "chrome", "pageLoadStrategy": "eager",
                 "timeouts": {"pageLoad": int(timeout * 1000), "script": int(timeout * 1000), "implicit": 0},
-                "goog:chromeOptions": {"args": CHROME_ARGS}}
+                "goog:chromeOptions": options or {"args": CHROME_ARGS}}
         v = self.call("POST", "/session", {"capabilities": {"alwaysMatch": caps}}, timeout=120)
         return _Browser(self, v["sessionId"], v.get("capabilities", {}).get("browserVersion"), timeout)
 
@@ -2387,6 +2388,10 @@ class _Browser:
 
     def run_async(self, script, *args):
         return self.call("POST", "/execute/async", {"script": script, "args": list(args)})
+
+    def cdp(self, cmd, params):
+        """A Chrome DevTools Protocol command through chromedriver's own endpoint."""
+        return self.call("POST", "/goog/cdp/execute", {"cmd": cmd, "params": params})
 
     def find(self, css):
         v = self.call("POST", "/element", {"using": "css selector", "value": css})
@@ -2926,6 +2931,341 @@ def _webui_upload(ctx, dmv, srv, driver, pt, up, pushed, size):
 def urlsplit_path(url):
     import urllib.parse
     return urllib.parse.urlsplit(url or "").path
+
+
+# ---------------------------------------------------------------- web UI, third round (experiment `wall`, issue 69)
+
+WALL_EXP = "webui-wall"
+# (label, CSS width, CSS height, phone): a phone through Chrome's mobile emulation (as crates/dmv-cli/tests/web.rs's
+# sized_browser), a desktop window
+WALL_SIZES = (("390", 390, 844, True), ("1440", 1440, 900, False))
+WALL_UIS = ("new", "old")                 # the UI of the dmv measured, and the previous one's (--wall-before)
+WALL_IMG = {"new": "#photos .wall a.ph img", "old": "ul.grid img"}   # a folder's photos, in each UI
+WALL_PER_PAGE = {"new": 240, "old": 200}  # photos of a folder's first page, in each UI (dmv-web)
+WALL_PRESSES = 20                         # ArrowRight presses in the lightbox
+WALL_SETTLE_MS = 1000                     # after the full viewport: no new request for this long ends the load
+WALL_WAIT_S = 120                         # a viewport not full by then: the load fails
+WALL_CHROME_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                    "--hide-scrollbars", "--window-size=1440,900"]
+
+# Added to every document before its own scripts (CDP Page.addScriptToEvaluateOnNewDocument): a resource
+# timing buffer large enough for a wall's requests, and each <img>'s times, from the navigation's start:
+# its load event (`__loaded`), then img.decode() resolved (`__decoded`: the photo can be painted), or its
+# error event (`__failed`).
+WALL_INIT = """(function () {
+  try { performance.setResourceTimingBufferSize(100000); } catch (e) {}
+  document.addEventListener('load', function (e) {
+    var i = e.target; if (!i || i.tagName !== 'IMG' || i.__loaded != null) return;
+    i.__loaded = performance.now();
+    (i.decode ? i.decode() : Promise.resolve()).then(function () {
+      if (i.__decoded == null) i.__decoded = performance.now(); }, function () { i.__failed = true; });
+  }, true);
+  document.addEventListener('error', function (e) {
+    if (e.target && e.target.tagName === 'IMG') e.target.__failed = true; }, true);
+})();"""
+
+# Run right after DOMContentLoaded (pageLoadStrategy "eager"). The first photo: the earliest `__decoded` of
+# the folder's <img>; the full viewport: once every photo <img> intersecting the viewport has been decoded,
+# the latest of their `__decoded` (the set is taken when it is complete, after the HTML is parsed). Then
+# waits for the load event and WALL_SETTLE_MS without a new resource entry, and sums Resource Timing's sizes
+# (the navigation's own, and the resources' up to the full viewport and up to then). Times in ms.
+WALL_SCRIPT = """var done = arguments[arguments.length - 1], sel = arguments[0], limit = arguments[1],
+    settle = arguments[2], begun = performance.now();
+function nav() { return performance.getEntriesByType('navigation')[0] || {}; }
+function inView(i) { var r = i.getBoundingClientRect();
+  return r.width > 0 && r.height > 0 && r.bottom > 0 && r.top < innerHeight && r.right > 0 && r.left < innerWidth; }
+var lcp = null;
+try { new PerformanceObserver(function (l) { var e = l.getEntries(); if (e.length) lcp = e[e.length - 1].startTime; })
+  .observe({type: 'largest-contentful-paint', buffered: true}); } catch (e) {}
+var full = null, inview = 0, count = -1, quiet = null, fullAt = null;
+function sizes(upTo) {
+  var o = {requests: 0, transfer: 0, encoded: 0, decoded: 0, img_requests: 0, img_transfer: 0, img_encoded: 0};
+  performance.getEntriesByType('resource').forEach(function (e) {
+    if (upTo !== null && e.responseEnd > upTo) return;
+    o.requests++; o.transfer += e.transferSize || 0; o.encoded += e.encodedBodySize || 0;
+    o.decoded += e.decodedBodySize || 0;
+    if (e.initiatorType === 'img') { o.img_requests++; o.img_transfer += e.transferSize || 0;
+      o.img_encoded += e.encodedBodySize || 0; }
+  });
+  return o;
+}
+function finish(timedOut, error) {
+  var n = nav(), imgs = Array.prototype.slice.call(document.querySelectorAll(sel)), first = null;
+  imgs.forEach(function (i) { if (i.__decoded != null && (first === null || i.__decoded < first)) first = i.__decoded; });
+  var fcp = performance.getEntriesByName('first-contentful-paint')[0];
+  done({timed_out: timedOut, error: error || null, http_status: n.responseStatus || null,
+        title: document.title, text: (document.body ? document.body.innerText : '').slice(0, 300),
+        inner: [innerWidth, innerHeight], dpr: devicePixelRatio,
+        sw: !!(navigator.serviceWorker && navigator.serviceWorker.controller),
+        html_ms: n.responseEnd || null, dom_ms: n.domContentLoadedEventEnd || null, load_ms: n.loadEventEnd || null,
+        fcp_ms: fcp ? fcp.startTime : null, lcp_ms: lcp, first_ms: first, viewport_ms: full,
+        viewport_seen_ms: fullAt, images: imgs.length, images_in_view: inview,
+        images_decoded: imgs.filter(function (i) { return i.__decoded != null; }).length,
+        html_transfer: n.transferSize, html_encoded: n.encodedBodySize, html_decoded: n.decodedBodySize,
+        to_viewport: full === null ? null : sizes(full), settled: sizes(null), settled_ms: performance.now()});
+}
+function check() {
+  var now = performance.now();
+  if (now - begun > limit) return finish(true);
+  if (full === null) {
+    var imgs = document.readyState === 'loading' ? [] : Array.prototype.slice.call(document.querySelectorAll(sel));
+    var vis = imgs.filter(inView);
+    if (!vis.length) return setTimeout(check, 5);
+    var bad = vis.filter(function (i) { return i.__failed; });
+    if (bad.length) return finish(false, bad.length + ' photos in the viewport failed to load: ' + bad[0].src);
+    if (!vis.every(function (i) { return i.__decoded != null; })) return setTimeout(check, 5);
+    full = Math.max.apply(null, vis.map(function (i) { return i.__decoded; }));
+    inview = vis.length; fullAt = now;
+  }
+  var c = performance.getEntriesByType('resource').length;
+  if (c !== count) { count = c; quiet = now; }
+  if (document.readyState === 'complete' && nav().loadEventEnd > 0 && now - quiet >= settle) return finish(false);
+  setTimeout(check, 20);
+}
+check();"""
+
+# On a loaded wall: a click on its first photo (the lightbox opens), then `presses` times a keydown of
+# ArrowRight dispatched on the document, each as soon as the photo before it is shown. A press's time: from
+# the dispatch to the lightbox's <img> (its new preview) decoded (img.decode() resolved); the name the
+# lightbox shows must be the next photo's. Times in ms.
+LIGHTBOX_SCRIPT = """var done = arguments[arguments.length - 1], presses = arguments[0];
+var box = document.getElementById('lightbox'), links = Array.prototype.slice.call(document.querySelectorAll('.wall a.ph'));
+if (!box || links.length < presses + 1)
+  return done({error: 'no lightbox (' + !!box + ') or too few photos (' + links.length + ')'});
+var img = box.querySelector('.stage img'), name = box.querySelector('.name'), times = [], errors = [];
+function shown(t0) { return img.decode().then(function () { return performance.now() - t0; }); }
+var t0 = performance.now();
+links[0].click();
+shown(t0).then(function (open) {
+  if (box.hidden) errors.push('the click did not open the lightbox');
+  function step(k) {
+    if (k >= presses) return done({open_ms: open, times: times, errors: errors, shown: name.textContent,
+                                   preview: img.currentSrc, width: img.naturalWidth});
+    var want = links[k + 1].dataset.name, t = performance.now();
+    document.dispatchEvent(new KeyboardEvent('keydown', {key: 'ArrowRight', bubbles: true}));
+    shown(t).then(function (ms) {
+      if (name.textContent !== want) errors.push('press ' + (k + 1) + ' shows ' + name.textContent + ', not ' + want);
+      if (!(img.naturalWidth > 0)) errors.push('press ' + (k + 1) + ': the preview has no pixels');
+      times.push(ms); step(k + 1);
+    }, function (e) { errors.push('press ' + (k + 1) + ': ' + e); times.push(null); step(k + 1); });
+  }
+  step(0);
+}, function (e) { done({error: 'the first photo did not show: ' + e}); });"""
+
+
+class _Binary:
+    """A dmv binary other than the run's (the previous UI's), shaped as a tool for _WebServer."""
+
+    def __init__(self, path):
+        self.path, self.name = path, "dmv"
+
+
+def _wall_options(width, height, phone):
+    """Chrome's options for a viewport of exactly `width` x `height` CSS px: a phone's (device pixel ratio
+    2, touch, mobile viewport) or a desktop's (ratio 1; the window alone would leave less than its height
+    to the page)."""
+    return {"args": list(WALL_CHROME_ARGS),
+            "mobileEmulation": {"deviceMetrics": {"width": width, "height": height, "pixelRatio": 2.0 if phone else 1.0,
+                                                  "mobile": phone, "touch": phone}}}
+
+
+def _median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return None if not n else (xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2)
+
+
+def wall(ctx, photos, before, presses=WALL_PRESSES):
+    """Issue 69: a folder of `photos` photos as the web UI shows it, in headless Chromium at a phone's size
+    (390×844, mobile emulation) and a desktop's (1440×900), for the dmv measured (`new`) and for `before`,
+    the previous UI's dmv binary (`old`, or noted as skipped): time to the first photo and to a full
+    viewport of thumbnails, cold (a fresh server, its web cache removed, a fresh browser) and warm (the same
+    browser again, and a fresh browser on the warm server); the bytes loaded; the lightbox's next-photo
+    latency (`new` only), its previews cold and warm; the wall's HTML alone, cold and warm."""
+    dmv = next((t for t in ctx.tools if t.name == "dmv"), None)
+    if dmv is None:
+        return
+    param = str(photos)
+    try:
+        import numpy  # noqa: F401
+        import PIL  # noqa: F401
+    except ImportError as e:
+        ctx.rec.note("dmv", WALL_EXP, param, "all", "fail", "cannot make the photos: %s (pip install pillow numpy)" % e)
+        return
+    small, made = _webui_photos(os.path.join(ctx.args.workdir, "webui-photos"), photos)
+    pt = ctx.point("wall", photos)
+    setup = dict(photo_px="%dx%d" % (WEBUI_SMALL_W, WEBUI_SMALL_H), photos_made=made, photos=photos,
+                 photo_bytes_mean=round(sum(os.path.getsize(p) for p in small) / max(1, len(small))))
+    bins = {"new": dmv}
+    if before and os.path.isfile(before):
+        bins["old"] = _Binary(before)
+        try:
+            setup["old_version"] = subprocess.run([before, "--version"], capture_output=True, text=True,
+                                                  timeout=30).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            pass
+        setup["old_binary"] = before
+    try:
+        _link_into(small, os.path.join(pt.work, WEBUI_FOLDER))
+        if not _run_tool_steps(ctx, Skips(ctx, WALL_EXP), dmv, pt, WALL_EXP, param, [
+                S("setup_init", lambda: dmv.init(pt), fatal=True),
+                S("setup_commit", lambda: [dmv.cmd(pt, "add", "."),
+                                           dmv.cmd(pt, "commit", "-q", "-m", "%d photos" % photos)], fatal=True)]):
+            return
+        config = _webui_config({WEBUI_REPO: pt.work})
+        page = "/%s/tree/main/%s/" % (WEBUI_REPO, WEBUI_FOLDER)
+        with _Chromedriver() as driver:
+            for ui in WALL_UIS:
+                if ui not in bins:
+                    for label, _, _, _ in WALL_SIZES:
+                        for step in ("cold", "warm", "fresh", "lightbox-cold", "lightbox-warm"):
+                            ctx.rec.note("dmv", WALL_EXP, param, "%s-%s-%s" % (ui, label, step), "skipped",
+                                         "no previous UI's binary given (--wall-before)")
+                    continue
+                _wall_html(ctx, dmv, bins[ui], pt, ui, param, page, config, setup)
+                for label, width, height, phone in WALL_SIZES:
+                    _wall_size(ctx, dmv, bins[ui], driver, pt, ui, param, page, config, setup,
+                               label, _wall_options(width, height, phone), presses)
+    except (servers.ServerError, _WebDriverError) as e:
+        print("wall: %s" % e, flush=True)
+        ctx.rec.note("dmv", WALL_EXP, param, "all", "fail", str(e))
+    finally:
+        shutil.rmtree(pt.root, ignore_errors=True)  # the photos stay in the workdir for the next run
+
+
+def _wall_server(ctx, bin_, pt, name, config):
+    """A fresh `dmv serve` of the folder's repository, its web cache removed first."""
+    _clear_web_cache(pt.work)
+    os.sync()
+    return _WebServer(bin_, os.path.join(pt.root, name), ctx.rec.env, pt.work, config)
+
+
+def _wall_html(ctx, dmv, bin_, pt, ui, param, page, config, setup):
+    """The wall's HTML alone (Python's GET): on a fresh server (cold: what it reads to lay out the folder),
+    then again (warm)."""
+    with _wall_server(ctx, bin_, pt, "server-%s-html" % ui, config) as srv:
+        for state in ("cold", "warm"):
+            os.sync()
+            out, body = _web_page(srv, page, ctx.rec.timeout, token=WEBUI_TOKEN)
+            imgs = len(set(UI_IMG_SRC.findall(body)))
+            if out.ok and not imgs:
+                out.ok, out.error = False, "%s shows no photo: %s" % (page, body[:200].decode("utf-8", "replace"))
+            ctx.rec.record(dmv, WALL_EXP, param, "%s-html-%s" % (ui, state), out, None, peak_rss_kib=None, ui=ui,
+                           url=page, page_bytes=len(body), images_on_page=imgs,
+                           server_peak_rss_kib=srv.peak_rss_kib(), server_rss_kib=_vm_rss_kib(srv.proc.pid),
+                           **setup)
+
+
+def _wall_browser(driver, srv, options, timeout):
+    """A fresh browser with WALL_INIT on every document, logged in (untimed)."""
+    b = driver.session(timeout, options)
+    try:
+        b.cdp("Page.addScriptToEvaluateOnNewDocument", {"source": WALL_INIT})
+        if not b.log_in("http://127.0.0.1:%d" % srv.port, WEBUI_TOKEN):
+            raise _WebDriverError("the login form did not let the browser in: %s" % b.run(
+                "return document.body.innerText").strip()[:300])
+    except BaseException:
+        b.__exit__()
+        raise
+    return b
+
+
+def _wall_load(ctx, dmv, srv, b, ui, param, step, page, label, fields):
+    """Opens the wall in browser `b` and records its times and bytes as `step`."""
+    out, f = Outcome(), dict(fields, ui=ui, window=label, url=page, presses=None)
+    since = len(srv.lines)
+    os.sync()
+    try:
+        b.goto("about:blank")
+        b.goto("http://127.0.0.1:%d%s" % (srv.port, page))
+        got = b.run_async(WALL_SCRIPT, WALL_IMG[ui], min(ctx.rec.timeout, WALL_WAIT_S) * 1000, WALL_SETTLE_MS)
+    except _WebDriverError as e:
+        out.ok, out.error, out.timed_out = False, "WebDriver: %s" % e, "timeout" in str(e)
+        ctx.rec.record(dmv, WALL_EXP, param, step, out, None, peak_rss_kib=None, **f)
+        return None
+    expect = min(int(param), WALL_PER_PAGE[ui])
+    if got.get("http_status") not in (None, 200):
+        out.ok, out.error = False, "HTTP %s: %s" % (got.get("http_status"), " ".join((got.get("text") or "").split()))
+    elif got.get("timed_out"):
+        out.ok, out.timed_out = False, True
+        out.error = "after %ss: %s of %s photos decoded, the viewport not full" % (
+            WALL_WAIT_S, got.get("images_decoded"), got.get("images"))
+    elif got.get("error"):
+        out.ok, out.error = False, got["error"]
+    elif got.get("images", 0) < expect:
+        out.ok, out.error = False, "the wall shows %s photos, expected at least %d" % (got.get("images"), expect)
+    out.wall_s = (got.get("viewport_ms") or 0) / 1000
+    for k in ("text", "title", "timed_out", "error"):
+        got.pop(k, None)
+    f.update({k: (round(v, 1) if isinstance(v, float) else v) for k, v in got.items()})
+    # what the server sent (its access log: status and Content-Length of each answer) for this load
+    lines = [ACCESS.search(l) for l in srv.lines[since:]]
+    lines = [m for m in lines if m]
+    f["server_requests"] = len(lines)
+    f["server_body_bytes"] = sum(int(m.group(3)) for m in lines if m.group(3).isdigit())
+    f["server_not_ok"] = [m.group(0)[:120] for m in lines if m.group(2) not in ("200", "304")][:5]
+    f["server_peak_rss_kib"] = srv.peak_rss_kib()
+    f.update(_web_cache_usage(srv.repo))
+    ctx.rec.record(dmv, WALL_EXP, param, step, out, None, peak_rss_kib=None, **f)
+    return got if out.ok else None
+
+
+def _wall_lightbox(ctx, dmv, b, ui, param, step, label, presses, fields):
+    out, f = Outcome(), dict(fields, ui=ui, window=label, presses=presses)
+    try:
+        got = b.run_async(LIGHTBOX_SCRIPT, presses) or {}
+    except _WebDriverError as e:
+        got = {"error": "WebDriver: %s" % e}
+    times = [t for t in got.get("times") or [] if t is not None]
+    if got.get("error"):
+        out.ok, out.error = False, got["error"]
+    elif got.get("errors"):
+        out.ok, out.error = False, "; ".join(got["errors"][:3])
+    elif len(times) != presses:
+        out.ok, out.error = False, "%d of %d presses timed" % (len(times), presses)
+    med = _median(times)
+    out.wall_s = (med or 0) / 1000
+    f.update(open_ms=got.get("open_ms") and round(got["open_ms"], 1), times_ms=[round(t, 1) for t in times],
+             median_ms=med and round(med, 1), min_ms=times and round(min(times), 1),
+             max_ms=times and round(max(times), 1), preview_width=got.get("width"), shown=got.get("shown"))
+    ctx.rec.record(dmv, WALL_EXP, param, step, out, None, peak_rss_kib=None, **f)
+
+
+def _wall_size(ctx, dmv, bin_, driver, pt, ui, param, page, config, setup, label, options, presses):
+    """One UI at one window size: a fresh server; cold, warm (the same browser), the lightbox with its
+    previews cold; then a fresh browser on the warm server, the lightbox with its previews warm."""
+    fields = dict(setup, chrome_options=options)
+    with _wall_server(ctx, bin_, pt, "server-%s-%s" % (ui, label), config) as srv:
+        print("wall: %s UI at %s px: dmv serve on 127.0.0.1:%d" % (ui, label, srv.port), flush=True)
+        b = _wall_browser(driver, srv, options, ctx.rec.timeout)
+        with b:
+            fields["browser_version"] = b.version
+            _wall_load(ctx, dmv, srv, b, ui, param, "%s-%s-cold" % (ui, label), page, label,
+                       dict(fields, fresh_profile=True, server_fresh=True))
+            warm = _wall_load(ctx, dmv, srv, b, ui, param, "%s-%s-warm" % (ui, label), page, label,
+                              dict(fields, fresh_profile=False, server_fresh=False))
+            if ui == "new":
+                if warm:
+                    _wall_lightbox(ctx, dmv, b, ui, param, "%s-%s-lightbox-cold" % (ui, label), label, presses,
+                                   fields)
+                else:
+                    ctx.rec.note("dmv", WALL_EXP, param, "%s-%s-lightbox-cold" % (ui, label), "fail",
+                                 "the wall did not load")
+        with _wall_browser(driver, srv, options, ctx.rec.timeout) as b:
+            fresh = _wall_load(ctx, dmv, srv, b, ui, param, "%s-%s-fresh" % (ui, label), page, label,
+                               dict(fields, fresh_profile=True, server_fresh=False))
+            if ui == "new":
+                if fresh:
+                    _wall_lightbox(ctx, dmv, b, ui, param, "%s-%s-lightbox-warm" % (ui, label), label, presses,
+                                   fields)
+                else:
+                    ctx.rec.note("dmv", WALL_EXP, param, "%s-%s-lightbox-warm" % (ui, label), "fail",
+                                 "the wall did not load")
+    if ui != "new":
+        for state in ("cold", "warm"):
+            ctx.rec.note("dmv", WALL_EXP, param, "%s-%s-lightbox-%s" % (ui, label, state), "n/a",
+                         "the previous UI has no lightbox")
+
 
 
 # ---------------------------------------------------------------- import

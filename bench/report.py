@@ -31,7 +31,7 @@ EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync-bigfile", "sync-
                "hubtier-files", "watch-file", "watch-burst", "watch-watchers", "watch-idle-sync", "watch-idle", "mount-list",
                "mount-file",
                "mount-remote", "mount-remote-seq", "habits-commit", "habits-rebase", "habits-log", "webui-folder",
-               "webui-commit", "webui-search", "webui-compare", "webui-upload", "platforms-binary", "platforms-ref",
+               "webui-commit", "webui-search", "webui-compare", "webui-upload", "webui-wall", "platforms-binary", "platforms-ref",
                "platforms-bigfile", "platforms-files", "encrypted-bigfile", "encrypted-files", "huge"]
 
 
@@ -3188,6 +3188,186 @@ def webui_section(ix, mode, cfg):
     return out
 
 
+WALL_EXP = "webui-wall"
+WALL_UI_NAME = {"new": "wall (this run's dmv)", "old": "previous UI (grid)"}
+WALL_WINDOW = {"390": "390×844 (phone)", "1440": "1440×900 (desktop)"}
+
+
+def _wall_cell(r, key, fmt=_ms):
+    """A figure of a wall record, or its status."""
+    if r is None:
+        return "—"
+    if r["status"] != "ok":
+        return SHORT.get(r["status"], r["status"]) if r["status"] == "n/a" else "**%s**" % SHORT.get(
+            r["status"], r["status"])
+    return fmt(r.get(key))
+
+
+def _wall_windows(cfg):
+    return [str(s[0]) for s in cfg.get("wall_sizes") or [["390"], ["1440"]]]
+
+
+def wall_times_table(ix, p, cfg):
+    out = ["| UI, window | HTML received, cold | first photo, cold | full viewport, cold | first photo, warm | "
+           "full viewport, warm | first photo, fresh browser | full viewport, fresh browser | photos in the "
+           "viewport |", "|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    for w in _wall_windows(cfg):
+        for ui in ("new", "old"):
+            g = {st: ix.get("dmv", WALL_EXP, p, "%s-%s-%s" % (ui, w, st)) for st in ("cold", "warm", "fresh")}
+            if not any(g.values()):
+                continue
+            shown = next((r.get("images_in_view") for r in g.values() if r and r["status"] == "ok"), None)
+            out.append("| %s, %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                WALL_UI_NAME[ui], WALL_WINDOW.get(w, w), _wall_cell(g["cold"], "html_ms"),
+                _wall_cell(g["cold"], "first_ms"), "**%s**" % _wall_cell(g["cold"], "viewport_ms")
+                if g["cold"] and g["cold"]["status"] == "ok" else _wall_cell(g["cold"], "viewport_ms"),
+                _wall_cell(g["warm"], "first_ms"), _wall_cell(g["warm"], "viewport_ms"),
+                _wall_cell(g["fresh"], "first_ms"), _wall_cell(g["fresh"], "viewport_ms"),
+                "—" if shown is None else shown))
+    return out
+
+
+def _wall_presses(r):
+    if r is None or r["status"] != "ok":
+        return _wall_cell(r, "median_ms")
+    return "**%s** (%d: %s–%s)" % (_ms(r.get("median_ms")), len(r.get("times_ms") or []), _ms(r.get("min_ms")),
+                                   _ms(r.get("max_ms")))
+
+
+def wall_lightbox_table(ix, p, cfg):
+    out = ["| UI, window | open (click → first preview decoded), previews cold | next photo, previews cold | "
+           "open, previews warm | next photo, previews warm |", "|---|--:|--:|--:|--:|"]
+    for w in _wall_windows(cfg):
+        for ui in ("new", "old"):
+            c = ix.get("dmv", WALL_EXP, p, "%s-%s-lightbox-cold" % (ui, w))
+            h = ix.get("dmv", WALL_EXP, p, "%s-%s-lightbox-warm" % (ui, w))
+            if c is None and h is None:
+                continue
+            out.append("| %s, %s | %s | %s | %s | %s |" % (
+                WALL_UI_NAME[ui], WALL_WINDOW.get(w, w), _wall_cell(c, "open_ms"), _wall_presses(c),
+                _wall_cell(h, "open_ms"), _wall_presses(h)))
+    return out
+
+
+def _wall_bytes(r, key):
+    """`N requests, BYTES` of a load's Resource Timing sums (the HTML counted in)."""
+    if r is None or r["status"] != "ok":
+        return _wall_cell(r, key)
+    s = r.get(key) or {}
+    return "%d, %s" % (1 + s.get("requests", 0), fmt_bytes((r.get("html_encoded") or 0) + s.get("encoded", 0)))
+
+
+def wall_bytes_table(ix, p, cfg):
+    out = ["| UI, window | the HTML (photos on it) | to the full viewport, cold: requests, bytes | the cold load, "
+           "settled: requests, bytes | the server's answers, cold load: requests, image bytes | the server's "
+           "answers, warm visit: requests, image bytes |", "|---|--:|--:|--:|--:|--:|"]
+    for w in _wall_windows(cfg):
+        for ui in ("new", "old"):
+            c = ix.get("dmv", WALL_EXP, p, "%s-%s-cold" % (ui, w))
+            h = ix.get("dmv", WALL_EXP, p, "%s-%s-warm" % (ui, w))
+            if c is None:
+                continue
+
+            def served(r):
+                if r is None or r["status"] != "ok":
+                    return _wall_cell(r, "server_requests")
+                return "%d, %s" % (r.get("server_requests") or 0, fmt_bytes(r.get("server_body_bytes") or 0))
+            html = "%s (%s)" % (fmt_bytes(c.get("html_decoded")), c.get("images")) if c["status"] == "ok" else \
+                _wall_cell(c, "html_decoded")
+            out.append("| %s, %s | %s | %s | %s | %s | %s |" % (
+                WALL_UI_NAME[ui], WALL_WINDOW.get(w, w), html, _wall_bytes(c, "to_viewport"),
+                _wall_bytes(c, "settled"), served(c), served(h)))
+    return out
+
+
+def wall_html_table(ix, p):
+    out = ["| UI | first view on a fresh server (cold) | again (warm) | HTML | photos on the page | server "
+           "resident memory after |", "|---|--:|--:|--:|--:|--:|"]
+    for ui in ("new", "old"):
+        c, h = (ix.get("dmv", WALL_EXP, p, "%s-html-%s" % (ui, st)) for st in ("cold", "warm"))
+        if c is None:
+            continue
+        out.append("| %s | %s | %s | %s | %s | %s |" % (
+            WALL_UI_NAME[ui], _webui_time(c)[1], _webui_time(h)[1],
+            fmt_bytes(c.get("page_bytes")) if c["status"] == "ok" else "—",
+            c.get("images_on_page", "—") if c["status"] == "ok" else "—",
+            fmt_kib((h or {}).get("server_rss_kib"))))
+    return out
+
+
+def wall_section(ix, mode, cfg):
+    p = next(iter(ix.params(WALL_EXP)), None)
+    if p is None:
+        return []
+    some = next((r for (t, e, q, st), r in ix.by.items() if e == WALL_EXP and r["status"] == "ok"
+                 and r.get("photo_px")), {})
+    before = cfg.get("wall_before")
+    per_page = cfg.get("wall_per_page") or {"new": 240, "old": 200}
+    out = ["### Web UI, third round (issue 69): a folder of %s photos as a photo wall, at a phone's and a "
+           "desktop's size" % fmt_count(p), "",
+           "A repository `hub` holding one commit of the folder `photos/`: %s JPEGs of %s (random colours, "
+           "distinct bytes, about %s each; the webui experiment's photos, without EXIF, so every photo falls on "
+           "the commit's day), served by `dmv serve` (HTTP on 127.0.0.1, access log on, a write token). Two "
+           "UIs: the **wall** of this run's dmv (`/hub/tree/main/photos/`: rows of the photos' own aspect "
+           "ratios under day headings, %d photos a page, the next page fetched as it scrolls into view, "
+           "thumbnails `loading=lazy`, a lightbox; a service worker keeps the thumbnails) and the **previous "
+           "UI** (%s: a grid of square thumbnails, %d a page, no lightbox), both on the same repository. "
+           "Headless Chromium (chromedriver, W3C WebDriver) at two viewports: **390×844** CSS px, a phone "
+           "through Chrome's mobile emulation (device pixel ratio 2, touch), and **1440×900**, a desktop (ratio "
+           "1); logged in through the login form, untimed.%s" % (
+               fmt_count(p), "×".join(some.get("photo_px", "640x480").split("x")),
+               fmt_bytes(some.get("photo_bytes_mean")), per_page.get("new", 240),
+               "`%s`" % before if before else "not measured", per_page.get("old", 200),
+               (" The wall's dmv: `%s` (sha256 %s…); the DMV revision above is the repository's HEAD when the "
+                "run began, and a binary given with `--dmv` may hold work not committed yet." % (
+                    (cfg.get("dmv_binary") or {}).get("path"), (cfg.get("dmv_binary") or {}).get("sha256", "")[:12]))
+               if (cfg.get("dmv_binary") or {}).get("sha256") else ""),
+           "",
+           "- **First photo**: from the navigation's start to the first of the folder's `<img>` decoded (a "
+           "script added to every document before the page's own records each image's load event, then "
+           "`img.decode()` resolving). **Full viewport**: the latest of those times over every photo `<img>` "
+           "intersecting the viewport once they are all decoded. **HTML received**: the navigation's "
+           "`responseEnd`.",
+           "- **Cold**: a fresh server process (nothing in its memory) with `.dmv/web-cache/` removed, so every "
+           "thumbnail is made from its photo at the first request, and a fresh browser profile. **Warm**: the "
+           "same browser opens the same page again (about:blank between): its HTTP cache, and for the wall its "
+           "service worker's cache. **Fresh browser**: a new profile against the now warm server.",
+           "- **Lightbox** (the wall only): in the warm browser, a click on the first photo, then %d times a "
+           "`keydown` of ArrowRight dispatched on the document, each as soon as the photo before it is shown "
+           "(flicking as fast as the photos come, the worst case for the lightbox's preload of the neighbours); "
+           "each press timed from its dispatch to the lightbox's `<img>` (the next photo's preview of 1600 px) "
+           "decoded, and checked to show the next photo's name. Cells: median (presses: min–max). **Previews "
+           "cold**: the server had made no preview yet; **warm**: the same %d photos again, in a fresh browser "
+           "(the server's previews cached)." % (cfg.get("wall_presses", 20), cfg.get("wall_presses", 20)),
+           "- **Bytes**: Resource Timing's `encodedBodySize` (bodies as received, headers not counted) of the "
+           "HTML and of every resource finished by the full viewport, and by the end of the load (the load "
+           "event, then %d ms without a new request; the lazy thumbnails near the viewport come in too); the "
+           "HTML's size as the page's `decodedBodySize`. The server's answers: its access log during the load "
+           "(the wall's thumbnails go through its service worker, whose network fetches Resource Timing gives "
+           "no transfer size for)." % cfg.get("wall_settle_ms", 1000), ""]
+    out += ["#### Time to the first photo and to a full viewport of thumbnails", ""] + wall_times_table(ix, p, cfg) + [""]
+    out += ["#### Lightbox: the next photo", ""] + wall_lightbox_table(ix, p, cfg) + [""]
+    out += ["#### Bytes", ""] + wall_bytes_table(ix, p, cfg) + [""]
+    out += ["#### The folder's HTML alone (Python's GET, server time)", ""] + wall_html_table(ix, p) + [""]
+    out += ["**Immich**: no published figures were found for its demo (demo.immich.app) or any timeline — no "
+            "time to first photo, time to a full viewport of thumbnails, viewer next-photo latency or page "
+            "weight at a given size — so none is compared here. Immich's own pull requests describe such work "
+            "(virtualised timeline, thumbhash placeholders, progressive previews in its viewer) without "
+            "measured times; measuring its demo would need the network and a server this harness does not run.",
+            ""]
+    loads = [r["loadavg_1m"] for (t, e, q, st), r in ix.by.items()
+             if e == WALL_EXP and not st.startswith("setup") and r.get("loadavg_1m") is not None]
+    if loads:
+        out += ["1-minute load average during the measured steps: %.2f to %.2f (2 cores; Chromium, the server "
+                "and the suite share them)." % (min(loads), max(loads)), ""]
+    notes = [r for (t, e, q, st), r in sorted(ix.by.items()) if e == WALL_EXP and r["status"] not in ("ok", "n/a")]
+    if notes:
+        out += ["What failed or was left out:", ""] + ["- `%s`: %s: %s" % (
+            r["step"], r["status"], (r.get("error") or "").replace("\n", " ").replace("|", "/")[-400:])
+            for r in notes] + [""]
+    return out
+
+
 PLATFORMS_TARGETS = [("native", "native x86-64 (glibc)"), ("x86_64-musl", "x86-64 musl"),
                      ("aarch64-qemu", "aarch64 musl under qemu-user"), ("windows-wine", "x86-64 Windows under Wine")]
 PLATFORMS_CASES = ("platforms-bigfile", "platforms-files")
@@ -3778,6 +3958,9 @@ def section(mode, per_exp, points):
     if any(ix.params(e) for e in WEBUI_EXPS):
         webui_run = next(per_exp[e] for e in WEBUI_EXPS if e in per_exp)
         out += webui_section(ix, mode, webui_run["meta"].get("config", {}))
+
+    if ix.params(WALL_EXP):
+        out += wall_section(ix, mode, per_exp[WALL_EXP]["meta"].get("config", {}))
 
     if any(ix.params(e) for e in ("platforms-bigfile", "platforms-files")):
         plat_run = next(per_exp[e] for e in ("platforms-bigfile", "platforms-files") if e in per_exp)

@@ -17,6 +17,7 @@
     python3 bench/run.py --quick --experiments mount    # dmv mount: ls -l of 100,000 files, 1 GiB read, random reads (8 min)
     python3 bench/run.py --quick --experiments habits   # dmv against git: add+commit in a big tree, rebase, log --graph
     python3 bench/run.py --quick --experiments webui    # web UI in Chromium: big folder, commit, search, compare, upload
+    python3 bench/run.py --quick --experiments wall --wall-before OLD_DMV  # photo wall at 390 and 1440 px, new UI and old
     python3 bench/run.py --quick --experiments platforms  # commits by the x86-64, musl, aarch64 (qemu), Windows (Wine) builds
     python3 bench/run.py --quick --experiments encrypted  # push/clone: dmv plain, dmv --encrypt, sealed hub, restic (20 min)
     python3 bench/run.py --huge       # one file larger than RAM: DMV against cat and cp of it
@@ -89,10 +90,11 @@ DEFAULT_EXPERIMENTS = {"quick": ["filesize", "filecount", "status", "refs"],
 # issue 48's pages in a headless Chromium (chromedriver) and an upload of 1 GiB from it, measured when the web UI changes;
 # nor is platforms: issue 49's builds for other targets (the musl builds, scripts/package's, qemu-user, and the
 # Windows build under Wine), measured when the builds or the hot paths change; nor is encrypted: issue 68's cost
-# of an encrypted bucket remote against a plain one and against restic, measured when the encryption changes
+# of an encrypted bucket remote against a plain one and against restic, measured when the encryption changes; nor
+# is wall: issue 69's photo wall in Chromium at a phone's and a desktop's size, against the previous UI's binary
 ALL_EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync", "s3", "partial", "history", "web", "import",
-                   "store", "attack", "availability", "hubtier", "watch", "mount", "habits", "webui", "platforms",
-                   "encrypted", "huge"]
+                   "store", "attack", "availability", "hubtier", "watch", "mount", "habits", "webui", "wall",
+                   "platforms", "encrypted", "huge"]
 
 
 def parse_number(text, binary):
@@ -323,6 +325,10 @@ def main(argv=None):
                     help="webui: paths (empty files) searched (quick and full 1000000)")
     ap.add_argument("--webui-upload-size", help="webui: size of the file uploaded from the browser and pushed, "
                                                 "binary units (quick and full 1G)")
+    ap.add_argument("--wall-before", help="wall: the previous web UI's dmv binary (e.g. built at 4c45ba1), measured "
+                                          "beside the run's; without it its rows are skipped")
+    ap.add_argument("--wall-presses", type=int, help="wall: ArrowRight presses in the lightbox (default %d)" %
+                    experiments.WALL_PRESSES)
     ap.add_argument("--platforms-x86-64-musl", default=os.path.join(REPO, "target", "x86_64-unknown-linux-musl",
                                                                      "release", "dmv"),
                     help="platforms: the static x86-64 musl build of dmv (default: %(default)s)")
@@ -677,6 +683,11 @@ def main(argv=None):
                             webui_per_page=experiments.WEBUI_PER_PAGE, webui_queries=list(experiments.WEBUI_QUERIES),
                             webui_window=list(experiments.WEBUI_WINDOW), webui_chrome_args=experiments.CHROME_ARGS,
                             webui_connections=experiments.WEB_CONNECTIONS,
+                            wall_photos=webui_folder, wall_before=args.wall_before,
+                            wall_presses=args.wall_presses or experiments.WALL_PRESSES,
+                            wall_sizes=[list(s) for s in experiments.WALL_SIZES],
+                            wall_per_page=experiments.WALL_PER_PAGE, wall_settle_ms=experiments.WALL_SETTLE_MS,
+                            wall_chrome_args=experiments.WALL_CHROME_ARGS,
                             platforms_bytes=platforms_size, platforms_files=platforms_files,
                             platforms_tries=platforms_tries, platforms_qemu=platforms_qemu,
                             platforms_qemu_version=platforms_qemu_version, platforms_dist=args.platforms_dist,
@@ -747,6 +758,8 @@ def main(argv=None):
                 experiments.habits(ctx, habits_files, habits_rebase_commits, habits_log_commits)
             elif exp == "webui":
                 experiments.webui(ctx, webui_folder, webui_commit, webui_paths, webui_upload)
+            elif exp == "wall":
+                experiments.wall(ctx, webui_folder, args.wall_before, args.wall_presses or experiments.WALL_PRESSES)
             elif exp == "platforms":
                 experiments.platforms(ctx, platforms_builds, platforms_qemu, platforms_size, platforms_files,
                                       platforms_tries, args.platforms_dist, platforms_wine)
