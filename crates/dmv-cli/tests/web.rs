@@ -1706,6 +1706,8 @@ fn a_folder_of_photos_reads_as_a_photo_library() {
             assert!(!hidden);
             assert_eq!(name, expected_2dec[0]);
             assert!(facts.contains("Canon EOS R5") && facts.contains("1/250 s") && facts.contains("f/2.8"), "{facts}");
+            let download = c.find(Locator::Css("#lightbox a.download")).await.unwrap().attr("href").await.unwrap().unwrap();
+            assert!(download.contains("/hub/raw/") && download.ends_with(&format!("/{}?download=1", expected_2dec[0])), "{download}");
             let big = c.execute("var i = document.querySelector('#lightbox .stage img'); return new Promise(function (ok) { (function wait() { if (i.complete && i.naturalWidth) ok([i.naturalWidth, i.getBoundingClientRect().bottom <= innerHeight]); else setTimeout(wait, 50); })(); });", vec![]).await.unwrap();
             let (width, fits): (u32, bool) = serde_json::from_value(big).unwrap();
             assert!(width >= 1000 && fits, "the preview is {width} px wide; fits the screen: {fits}");

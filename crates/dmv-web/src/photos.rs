@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::PathBuf;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use dmv_repo::store::object::{EntryKind, TreeEntry};
 use dmv_repo::store::ObjectId;
@@ -97,12 +97,135 @@ pub(crate) struct WallPlace<'a> {
     pub page: usize,
 }
 
+/// A folder's photos in the wall's order and its other entries.
+struct Sorted {
+    photos: Vec<Photo>,
+    others: Vec<TreeEntry>,
+    /// Every entry was read (false: the folder is past [`MOST_SORTED`]).
+    whole: bool,
+}
+
+/// Walls sorted lately, by repository, commit and folder: a second visit,
+/// or the next page, reads and sorts nothing again (a wall of 10,000
+/// photos took 0.7 s a page, warm, before).
+type WallKey = (PathBuf, ObjectId, String);
+static SORTED: LazyLock<Flights<WallKey, Result<Arc<Sorted>, String>>> =
+    LazyLock::new(|| Flights::new(WALLS_KEPT));
+/// Folders' walls kept sorted (20,000 photos take about 4 MB).
+const WALLS_KEPT: usize = 8;
+
 /// The folder's other entries (shown as tiles) and its photos' wall.
 pub(crate) fn wall(
     repo: &Repository,
     folder: &ObjectId,
     at: &WallPlace<'_>,
 ) -> Result<Markup, String> {
+    let key = (repo.dmv.clone(), at.commit, at.prefix.to_string());
+    let sorted = SORTED.get(&key, || sort(repo, folder, at).map(Arc::new))?;
+    let Sorted {
+        photos,
+        others,
+        whole,
+    } = &*sorted;
+    let whole = *whole;
+    let pages = photos.len().div_ceil(PHOTOS_PER_PAGE).max(1);
+    let page = at.page.min(pages - 1);
+    let shown = &photos[(page * PHOTOS_PER_PAGE).min(photos.len())
+        ..((page + 1) * PHOTOS_PER_PAGE).min(photos.len())];
+    let base = format!("/{}", seg(at.repo_name));
+    let here = format!("{base}/tree/{}/{}", seg(at.rev), path_url(at.prefix));
+    // Months for the timeline: (YYYY-MM, photos, the page it starts on).
+    let mut months: Vec<(String, usize, usize)> = Vec::new();
+    for (i, p) in photos.iter().enumerate() {
+        let month = p.when.get(..7).unwrap_or("").to_string();
+        match months.last_mut() {
+            Some((m, n, _)) if *m == month => *n += 1,
+            _ => months.push((month, 1, i / PHOTOS_PER_PAGE)),
+        }
+    }
+    let month_word = |m: &str| -> String {
+        match (
+            m.get(..4),
+            m.get(5..7).and_then(|n| n.parse::<usize>().ok()),
+        ) {
+            (Some(y), Some(n)) if (1..=12).contains(&n) => format!("{} {y}", MONTHS[n - 1]),
+            _ => "no date".into(),
+        }
+    };
+    let day_word = |d: &str| -> String {
+        match (
+            d.get(..4),
+            d.get(5..7).and_then(|n| n.parse::<usize>().ok()),
+            d.get(8..10).and_then(|n| n.parse::<u32>().ok()),
+        ) {
+            (Some(y), Some(m), Some(day)) if (1..=12).contains(&m) => {
+                format!("{day} {} {y}", MONTHS[m - 1])
+            }
+            _ => "No date".into(),
+        }
+    };
+    let mut days: Vec<(&str, Vec<&Photo>)> = Vec::new();
+    for p in shown {
+        let day = p.when.get(..10).unwrap_or("");
+        match days.last_mut() {
+            Some((d, list)) if *d == day => list.push(p),
+            _ => days.push((day, vec![p])),
+        }
+    }
+    let zip = format!("{base}/zip/{}/{}", seg(at.rev), path_url(at.prefix));
+    Ok(html! {
+        @if !others.is_empty() {
+            ul.tiles { @for e in others {
+                @let n = String::from_utf8_lossy(&e.name).into_owned();
+                li { @if e.kind == EntryKind::Dir {
+                    a href={ (here) (seg(&n)) "/" } { (icon(Icon::Folder)) span.name { (n) } }
+                } @else {
+                    a href={ (base) "/file/" (seg(at.rev)) "/" (path_url(&format!("{}{n}", at.prefix))) } {
+                        (icon(match media_of(&n) { Media::Video => Icon::Film, Media::Audio => Icon::Sound, _ => Icon::File }))
+                        span.name { (n) }
+                    }
+                    span.muted { (human_bytes(e.size)) }
+                } }
+            } }
+        }
+        @if !whole { p.muted { "This folder holds more than " (MOST_SORTED) " entries: the wall shows the first ones; the list view shows them all." } }
+        @if !photos.is_empty() {
+            @if months.len() > 1 {
+                nav.timeline aria-label="timeline" { @for (m, n, p) in &months {
+                    a href={ (here) "?page=" (p) "#m-" (m) } { (month_word(m)) } span.muted { " " (n) }
+                } }
+            }
+            div #photos data-zip=(zip) {
+                @for (i, (day, list)) in days.iter().enumerate() {
+                    @let first_of_month = i == 0 || days[i - 1].0.get(..7) != day.get(..7);
+                    h2.day id={ "d-" (day) } {
+                        @if first_of_month { span id={ "m-" (day.get(..7).unwrap_or("")) } {} }
+                        (day_word(day)) span.muted { " · " (list.len()) }
+                    }
+                    div.wall { @for p in list {
+                        a.ph href={ (base) "/file/" (seg(at.rev)) "/" (path_url(&format!("{}{}", at.prefix, p.name))) }
+                            style={ "--r:" (format!("{:.3}", p.shape.ratio)) }
+                            data-name=(p.name)
+                            data-preview={ (base) "/preview/" (p.id.to_hex()) }
+                            data-facts={ (p.shape.facts) @if !p.shape.facts.is_empty() { " · " } (human_bytes(p.size)) } {
+                            img loading="lazy" src={ (base) "/thumb/" (p.id.to_hex()) } alt=(p.name);
+                            span.tick {}
+                        }
+                    } }
+                }
+            }
+            @if page + 1 < pages {
+                p { a.more rel="next" href={ (here) "?page=" (page + 1) } { "older photos →" } }
+            }
+            @if page > 0 { p { a href={ (here) "?page=" (page - 1) } { "← newer photos" } } }
+            div.bar #picked hidden { span.count {} a.zip hidden download { "download as zip" } }
+        }
+        @if photos.is_empty() && others.is_empty() { p.muted { "This folder is empty." } }
+    })
+}
+
+/// Reads the folder, its photos' shapes and dates, and sorts them.
+fn sort(repo: &Repository, folder: &ObjectId, at: &WallPlace<'_>) -> Result<Sorted, String> {
     let r = |e: dmv_repo::RepoError| e.to_string();
     let mut entries = Vec::new();
     let mut after: Option<Vec<u8>> = None;
@@ -189,99 +312,9 @@ pub(crate) fn wall(
             .then_with(|| a.when.cmp(&b.when))
             .then_with(|| a.name.cmp(&b.name))
     });
-    let pages = photos.len().div_ceil(PHOTOS_PER_PAGE).max(1);
-    let page = at.page.min(pages - 1);
-    let shown = &photos[(page * PHOTOS_PER_PAGE).min(photos.len())
-        ..((page + 1) * PHOTOS_PER_PAGE).min(photos.len())];
-    let base = format!("/{}", seg(at.repo_name));
-    let here = format!("{base}/tree/{}/{}", seg(at.rev), path_url(at.prefix));
-    // Months for the timeline: (YYYY-MM, photos, the page it starts on).
-    let mut months: Vec<(String, usize, usize)> = Vec::new();
-    for (i, p) in photos.iter().enumerate() {
-        let month = p.when.get(..7).unwrap_or("").to_string();
-        match months.last_mut() {
-            Some((m, n, _)) if *m == month => *n += 1,
-            _ => months.push((month, 1, i / PHOTOS_PER_PAGE)),
-        }
-    }
-    let month_word = |m: &str| -> String {
-        match (
-            m.get(..4),
-            m.get(5..7).and_then(|n| n.parse::<usize>().ok()),
-        ) {
-            (Some(y), Some(n)) if (1..=12).contains(&n) => format!("{} {y}", MONTHS[n - 1]),
-            _ => "no date".into(),
-        }
-    };
-    let day_word = |d: &str| -> String {
-        match (
-            d.get(..4),
-            d.get(5..7).and_then(|n| n.parse::<usize>().ok()),
-            d.get(8..10).and_then(|n| n.parse::<u32>().ok()),
-        ) {
-            (Some(y), Some(m), Some(day)) if (1..=12).contains(&m) => {
-                format!("{day} {} {y}", MONTHS[m - 1])
-            }
-            _ => "No date".into(),
-        }
-    };
-    let mut days: Vec<(&str, Vec<&Photo>)> = Vec::new();
-    for p in shown {
-        let day = p.when.get(..10).unwrap_or("");
-        match days.last_mut() {
-            Some((d, list)) if *d == day => list.push(p),
-            _ => days.push((day, vec![p])),
-        }
-    }
-    let zip = format!("{base}/zip/{}/{}", seg(at.rev), path_url(at.prefix));
-    Ok(html! {
-        @if !others.is_empty() {
-            ul.tiles { @for e in &others {
-                @let n = String::from_utf8_lossy(&e.name).into_owned();
-                li { @if e.kind == EntryKind::Dir {
-                    a href={ (here) (seg(&n)) "/" } { (icon(Icon::Folder)) span.name { (n) } }
-                } @else {
-                    a href={ (base) "/file/" (seg(at.rev)) "/" (path_url(&format!("{}{n}", at.prefix))) } {
-                        (icon(match media_of(&n) { Media::Video => Icon::Film, Media::Audio => Icon::Sound, _ => Icon::File }))
-                        span.name { (n) }
-                    }
-                    span.muted { (human_bytes(e.size)) }
-                } }
-            } }
-        }
-        @if !whole { p.muted { "This folder holds more than " (MOST_SORTED) " entries: the wall shows the first ones; the list view shows them all." } }
-        @if !photos.is_empty() {
-            @if months.len() > 1 {
-                nav.timeline aria-label="timeline" { @for (m, n, p) in &months {
-                    a href={ (here) "?page=" (p) "#m-" (m) } { (month_word(m)) } span.muted { " " (n) }
-                } }
-            }
-            div #photos data-zip=(zip) {
-                @for (i, (day, list)) in days.iter().enumerate() {
-                    @let first_of_month = i == 0 || days[i - 1].0.get(..7) != day.get(..7);
-                    h2.day id={ "d-" (day) } {
-                        @if first_of_month { span id={ "m-" (day.get(..7).unwrap_or("")) } {} }
-                        (day_word(day)) span.muted { " · " (list.len()) }
-                    }
-                    div.wall { @for p in list {
-                        a.ph href={ (base) "/file/" (seg(at.rev)) "/" (path_url(&format!("{}{}", at.prefix, p.name))) }
-                            style={ "--r:" (format!("{:.3}", p.shape.ratio)) }
-                            data-name=(p.name)
-                            data-preview={ (base) "/preview/" (p.id.to_hex()) }
-                            data-raw={ (base) "/raw/" (p.id.to_hex()) "/" (seg(&p.name)) "?download=1" }
-                            data-facts={ (p.shape.facts) @if !p.shape.facts.is_empty() { " · " } (human_bytes(p.size)) } {
-                            img loading="lazy" src={ (base) "/thumb/" (p.id.to_hex()) } alt=(p.name);
-                            span.tick {}
-                        }
-                    } }
-                }
-            }
-            @if page + 1 < pages {
-                p { a.more rel="next" href={ (here) "?page=" (page + 1) } { "older photos →" } }
-            }
-            @if page > 0 { p { a href={ (here) "?page=" (page - 1) } { "← newer photos" } } }
-            div.bar #picked hidden { span.count {} a.zip hidden download { "download as zip" } }
-        }
-        @if photos.is_empty() && others.is_empty() { p.muted { "This folder is empty." } }
+    Ok(Sorted {
+        photos,
+        others,
+        whole,
     })
 }

@@ -103,7 +103,7 @@
     box.querySelector('.where').textContent = (i + 1) + ' / ' + all.length;
     box.querySelector('.facts').textContent = p.dataset.facts || '';
     box.querySelector('.details').href = p.href;
-    box.querySelector('.download').href = p.dataset.raw;
+    box.querySelector('.download').href = p.dataset.preview.replace('/preview/', '/raw/') + '/' + encodeURIComponent(p.dataset.name) + '?download=1';
     box.hidden = false;
     // The neighbours load while this one is looked at.
     [i - 1, i + 1].forEach(function (j) { if (all[j]) new Image().src = all[j].dataset.preview; });
