@@ -508,26 +508,7 @@ fn every_page_fits_a_phone_and_a_desktop() {
     let expected = 2 * (pages.len() + 1);
     let shots_dir = shots.clone();
     // A folder downloads as a zip made as it is sent.
-    let zip = t.join("shoot.zip");
-    let code = Command::new("curl")
-        .args([
-            "-s",
-            "-w",
-            "%{http_code}",
-            "-H",
-            "Authorization: Bearer tok-al",
-            "-o",
-        ])
-        .arg(&zip)
-        .arg(format!("{base}/hub/zip/main/shoot/"))
-        .output()
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&code.stdout), "200");
-    let listed = Command::new("unzip").arg("-Z1").arg(&zip).output().unwrap();
-    let names: Vec<String> = String::from_utf8_lossy(&listed.stdout)
-        .lines()
-        .map(str::to_string)
-        .collect();
+    let names = zip_listing(t, &format!("{base}/hub/zip/main/shoot/"));
     let short = &head[..12];
     assert_eq!(names.len(), 7, "{names:?}");
     assert!(
@@ -538,7 +519,7 @@ fn every_page_fits_a_phone_and_a_desktop() {
     );
     let notes = Command::new("unzip")
         .arg("-p")
-        .arg(&zip)
+        .arg(t.join("listed.zip"))
         .arg(format!("shoot-{short}/shoot/notes.txt"))
         .output()
         .unwrap();
@@ -857,27 +838,7 @@ fn http(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> (u16, String) {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
-    for (k, v) in headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    s.write_all(format!("{head}\r\n").as_bytes()).unwrap();
-    // A server refusing early answers and closes before the body is all sent.
-    let _ = s.write_all(body);
-    let mut answer = Vec::new();
-    let _ = s.read_to_end(&mut answer);
-    let text = String::from_utf8_lossy(&answer).into_owned();
-    let status = text
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
+    let (status, _, body) = common::servers::http(port, method, path, headers, body);
     (status, body)
 }
 
@@ -1792,9 +1753,10 @@ fn a_folder_of_photos_reads_as_a_photo_library() {
     assert_ne!(dmv(&hub, &["rev-parse", "main"]).trim(), head);
 }
 
-/// Downloads the zip at `href` and checks it holds exactly `picked`.
-fn check_picked_zip(t: &Path, base: &str, href: &str, picked: &[String]) {
-    let zip = t.join("picked.zip");
+/// The names in the zip at `url`, downloaded with the token `tok-al` (it
+/// must answer 200) to `t/listed.zip`.
+fn zip_listing(t: &Path, url: &str) -> Vec<String> {
+    let zip = t.join("listed.zip");
     let code = Command::new("curl")
         .args([
             "-s",
@@ -1805,13 +1767,21 @@ fn check_picked_zip(t: &Path, base: &str, href: &str, picked: &[String]) {
             "-o",
         ])
         .arg(&zip)
-        .arg(format!("{base}{href}"))
+        .arg(url)
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&code.stdout), "200");
     let listed = Command::new("unzip").arg("-Z1").arg(&zip).output().unwrap();
-    let mut names: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+    String::from_utf8_lossy(&listed.stdout)
         .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Downloads the zip at `href` and checks it holds exactly `picked`.
+fn check_picked_zip(t: &Path, base: &str, href: &str, picked: &[String]) {
+    let mut names: Vec<String> = zip_listing(t, &format!("{base}{href}"))
+        .iter()
         .map(|l| l.rsplit('/').next().unwrap().to_string())
         .collect();
     names.sort();
