@@ -31,7 +31,8 @@
 //! options and connection), `objects` (every read and write of the bucket's
 //! objects: the one place keys and bodies meet the store), `config`, `keys`
 //! (the wrapped keys), `resealing`, `mirror` (the local mirror of the indexes), `locations`
-//! (location logs), `path_locks`, `ranges` and `read` (ranged reads),
+//! (location logs), `path_locks`, `records` (what the servers of a
+//! bucket share), `ranges` and `read` (ranged reads),
 //! `upload`, `refs` (the ref table's format), `refswap` (moving refs),
 //! `ref_moves` (ref moves announced to lock takers), `leases` (drops,
 //! pushes and content locks in the bucket) and `dropping`; this file ties
@@ -51,6 +52,7 @@ mod objects;
 mod path_locks;
 mod ranges;
 mod read;
+mod records;
 mod ref_moves;
 mod refs;
 mod refswap;
@@ -73,6 +75,7 @@ pub use error::{BucketError, BucketResult};
 pub use keys::{KeyEntry, Rotated, MAX_EPOCHS, MAX_KEYS, PASSPHRASE_BUDGET};
 pub use layout::{CONFIG_KEY, PACKS_PREFIX, PACK_SIZE, REFS_KEY};
 pub use locations::{LogMerge, LOCATIONS_PREFIX};
+pub use records::{SharedRecords, MAX_RECORD_SIZE};
 pub use refs::{DropLease, DropState, RefTable};
 pub use refswap::{RefChange, RefSnapshot, RefUpdateOutcome};
 pub use resealing::Resealed;

@@ -1826,3 +1826,104 @@ fn a_zip_of_picked_photos_has_a_budget() {
 fn locks_page_as(base: &str, token: &str) -> String {
     curl_status(&format!("{base}/hub/locks"), Some(token)).1
 }
+
+/// Logs in over HTTP as a browser's form does; returns the session cookie (`dmv_session=…`).
+fn cookie_of_login(port: u16, token: &str) -> String {
+    let (status, head, _) = common::servers::http(
+        port,
+        "POST",
+        "/login",
+        &[("Content-Type", "application/x-www-form-urlencoded")],
+        format!("token={token}").as_bytes(),
+    );
+    assert_eq!(status, 303, "{head}");
+    head.lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("set-cookie")
+                .then(|| value.trim().split(';').next().unwrap().to_string())
+        })
+        .unwrap_or_else(|| panic!("no cookie: {head}"))
+}
+
+/// The status of a page fetched with `cookie`.
+fn status_with(port: u16, path: &str, cookie: &str) -> u16 {
+    http(port, "GET", path, &[("Cookie", cookie)], b"").0
+}
+
+/// Logs out with `cookie`, as the page's button does.
+fn log_out(port: u16, cookie: &str) {
+    let origin = format!("http://127.0.0.1:{port}");
+    let (status, _) = http(
+        port,
+        "POST",
+        "/logout",
+        &[("Cookie", cookie), ("Origin", &origin)],
+        b"",
+    );
+    assert_eq!(status, 303);
+}
+
+/// Issue 69: a login is kept by the repository, not by one server's
+/// memory: it survives a restart, works on a second server of the same
+/// repository, and a logout on one ends it on both. What is kept names
+/// neither the token nor the cookie.
+#[test]
+fn a_login_survives_a_restart_and_a_logout_ends_it_everywhere() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let hub = t.join("hub");
+    dmv(t, &["init", "--bare", hub.to_str().unwrap()]);
+    let config = "[repos]\nhub = \"hub\"\n[tokens]\n\"tok-reader-secret\" = { access = \"read\", user = \"rita\" }\n";
+    let mut first = HttpServer::start(config, t, 0);
+    let cookie = cookie_of_login(first.port, "tok-reader-secret");
+    assert_eq!(status_with(first.port, "/hub/", &cookie), 200);
+    let port = first.port;
+    first.kill();
+    let first = HttpServer::start(config, t, port);
+    assert_eq!(
+        status_with(first.port, "/hub/", &cookie),
+        200,
+        "after a restart"
+    );
+    let second = HttpServer::start(config, t, 0);
+    assert_eq!(
+        status_with(second.port, "/hub/", &cookie),
+        200,
+        "on another server"
+    );
+    let kept: Vec<_> = std::fs::read_dir(hub.join("web-logins"))
+        .or_else(|_| std::fs::read_dir(hub.join(".dmv/web-logins")))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let id = cookie.strip_prefix("dmv_session=").unwrap();
+    let record = std::fs::read_to_string(&kept[0]).unwrap();
+    let name = kept[0].file_name().unwrap().to_string_lossy().to_string();
+    for secret in ["tok-reader-secret", id] {
+        assert!(
+            !record.contains(secret) && !name.contains(secret),
+            "{name}: {record}"
+        );
+    }
+    // A cookie whose end was pushed later names no login.
+    let (ends, random) = id.split_once('.').unwrap();
+    let longer = format!(
+        "dmv_session={}.{random}",
+        ends.parse::<u64>().unwrap() + 86_400
+    );
+    assert_eq!(status_with(second.port, "/hub/", &longer), 401);
+    log_out(second.port, &cookie);
+    assert_eq!(
+        status_with(first.port, "/hub/", &cookie),
+        401,
+        "logged out on the other server"
+    );
+    assert_eq!(
+        std::fs::read_dir(kept[0].parent().unwrap())
+            .unwrap()
+            .count(),
+        0
+    );
+}

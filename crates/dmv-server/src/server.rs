@@ -115,6 +115,9 @@ pub fn serve(
         }
     };
     let idle = config.idle_timeout();
+    let logins = crate::sessions::place_for(&config).map_err(|detail| {
+        SyncError::local("cannot keep the web logins", std::io::Error::other(detail))
+    })?;
     raise_open_file_limit();
     let connections = Connections::new(config.max_connections());
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -158,7 +161,7 @@ pub fn serve(
         );
         started(&base);
         let _ = std::io::stderr().flush();
-        let state = Arc::new(ServerState::new(config).map_err(|e| {
+        let state = Arc::new(ServerState::new(config, logins).map_err(|e| {
             SyncError::local("cannot make a cache directory for the served buckets", e)
         })?);
         let app = Router::new()
@@ -816,19 +819,8 @@ fn serve_request(
                 })?;
                 handle_request(&repo, caller, request, &mut input, &mut output)
             }
-            RepoPlace::Bucket {
-                url,
-                endpoint,
-                region,
-                virtual_host_style,
-                identity,
-            } => {
-                let mut options = dmv_sync::BucketOptions {
-                    endpoint: endpoint.clone(),
-                    region: region.clone(),
-                    virtual_host_style: *virtual_host_style,
-                    ..Default::default()
-                };
+            RepoPlace::Bucket { url, identity, .. } => {
+                let mut options = place.bucket().map(|(_, o)| o).unwrap_or_default();
                 // Read at each request: a key replaced in the file takes effect at once.
                 if let Some(file) = identity {
                     let key = dmv_sync::read_identity(file)?;

@@ -143,6 +143,11 @@ pub struct ServerConfig {
     /// Hours a web UI login lasts (default `DEFAULT_SESSION_HOURS`).
     #[serde(default)]
     pub session_hours: Option<u64>,
+    /// The served repository (a directory or a bucket) that keeps the web
+    /// logins, so they survive a restart and every server of it shares
+    /// them (default: the first bucket by name, else the first directory).
+    #[serde(default)]
+    pub sessions: Option<String>,
     /// Bytes one user's open browser uploads may reserve together (default
     /// `DEFAULT_UPLOAD_BYTES_PER_USER`).
     #[serde(default)]
@@ -197,6 +202,29 @@ impl RepoPlace {
         match self {
             RepoPlace::Dir(dir) => Some(dir),
             RepoPlace::Bucket { .. } | RepoPlace::Sealed { .. } => None,
+        }
+    }
+
+    /// A bucket's URL and how to reach it (its key file is read apart, at
+    /// each use).
+    pub(crate) fn bucket(&self) -> Option<(&str, dmv_sync::BucketOptions)> {
+        match self {
+            RepoPlace::Bucket {
+                url,
+                endpoint,
+                region,
+                virtual_host_style,
+                ..
+            } => Some((
+                url,
+                dmv_sync::BucketOptions {
+                    endpoint: endpoint.clone(),
+                    region: region.clone(),
+                    virtual_host_style: *virtual_host_style,
+                    ..Default::default()
+                },
+            )),
+            RepoPlace::Dir(_) | RepoPlace::Sealed { .. } => None,
         }
     }
 }
@@ -346,6 +374,17 @@ impl ServerConfig {
                 24 * 365
             ));
         }
+        if let Some(name) = &config.sessions {
+            if config
+                .repos
+                .get(name)
+                .is_none_or(|p| matches!(p, RepoPlace::Sealed { .. }))
+            {
+                return refuse(format!(
+                    "sessions = {name:?}: name a repository this server reads (a directory or a bucket)"
+                ));
+            }
+        }
         if let Some(n) = config
             .upload_bytes_per_user
             .filter(|n| !(1..=MAX_UPLOAD_BYTES_PER_USER).contains(n))
@@ -384,6 +423,7 @@ impl ServerConfig {
             max_connections: None,
             request_timeout_secs: None,
             session_hours: None,
+            sessions: None,
             upload_bytes_per_user: None,
             trusted_proxies: Vec::new(),
         })
@@ -424,19 +464,20 @@ impl ServerConfig {
         )
     }
 
-    /// The token's entry: from `[tokens]`, compared against every token in
-    /// constant time per token, so timing does not reveal how much of a
-    /// guess was right; else from the tokens file as it is now (its
-    /// hashes, compared in constant time too).
+    /// The token's entry: from `[tokens]`, else from the tokens file as it
+    /// is now. Hashes are compared, every one, each in constant time, so
+    /// timing does not reveal how much of a guess was right.
     pub(crate) fn token_access(&self, presented: &str) -> Option<TokenEntry> {
+        self.token_access_by_hash(&blake3::hash(presented.as_bytes()))
+    }
+
+    /// [`Self::token_access`] for the token whose BLAKE3 hash is `hash`
+    /// (all a web login keeps of it): the configured tokens are hashed and
+    /// every one compared, each in constant time (`blake3::Hash`'s equality).
+    pub(crate) fn token_access_by_hash(&self, hash: &blake3::Hash) -> Option<TokenEntry> {
         let mut found = None;
         for (token, access) in &self.tokens {
-            let (a, b) = (token.as_bytes(), presented.as_bytes());
-            let mut diff = (a.len() != b.len()) as u8;
-            for i in 0..a.len().max(b.len()) {
-                diff |= a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0);
-            }
-            if diff == 0 {
+            if blake3::hash(token.as_bytes()) == *hash {
                 found = Some(access.clone());
             }
         }
@@ -445,7 +486,7 @@ impl ServerConfig {
         }
         let watched = self.watched_tokens.as_ref()?;
         let file = watched.current();
-        file.lookup(presented).map(|t| {
+        file.lookup_hash(hash).map(|t| {
             TokenEntry::Named(NamedToken {
                 access: t.access,
                 user: t.user.clone(),

@@ -10,7 +10,7 @@ use axum::http::HeaderMap;
 use tokio::sync::Semaphore;
 
 use crate::server_config::ServerConfig;
-use crate::sessions::{GuessRation, Sessions};
+use crate::sessions::{GuessRation, SessionPlace, Sessions};
 use crate::staging::StagedUploads;
 
 /// Bytes of request bodies held in memory at once, over all connections:
@@ -83,8 +83,9 @@ impl Drop for WaitSlot {
 pub(crate) struct Peer(pub SocketAddr);
 
 impl ServerState {
-    pub fn new(config: ServerConfig) -> std::io::Result<ServerState> {
-        let sessions = Sessions::new(config.session_lifetime());
+    /// The state of a server of `config`, its logins kept in `logins`.
+    pub fn new(config: ServerConfig, logins: SessionPlace) -> std::io::Result<ServerState> {
+        let sessions = Sessions::new(logins, config.session_lifetime());
         let bucket_cache = Arc::new(dmv_os::process_temp_dir("dmv-serve-buckets")?);
         Ok(ServerState {
             config,

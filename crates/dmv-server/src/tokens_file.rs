@@ -300,10 +300,14 @@ impl TokensFile {
     /// compared, each in constant time (`blake3::Hash`'s equality), so
     /// timing says nothing of which or how much matched.
     pub fn lookup(&self, presented: &str) -> Option<&FileToken> {
-        let hash = blake3::hash(presented.as_bytes());
+        self.lookup_hash(&blake3::hash(presented.as_bytes()))
+    }
+
+    /// The token whose hash is `hash` (a login keeps only the hash).
+    pub fn lookup_hash(&self, hash: &blake3::Hash) -> Option<&FileToken> {
         let mut found = None;
         for t in &self.tokens {
-            if t.hash == hash {
+            if t.hash == *hash {
                 found = Some(t);
             }
         }

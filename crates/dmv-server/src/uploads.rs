@@ -35,7 +35,7 @@ use tokio::io::AsyncWriteExt;
 
 use crate::server_state::{Peer, ServerState};
 use crate::staging::{Found, StagedUploads, Unavailable};
-use crate::web::{same_secret, token_of, viewer};
+use crate::web::{same_secret, token_hash_of, viewer};
 
 /// The largest piece one request may carry.
 pub(crate) const PIECE_MAX: u64 = 16 << 20;
@@ -89,7 +89,9 @@ fn writer(
         Some(user) => format!("user {user}"),
         None => format!(
             "token {}",
-            &blake3::hash(token_of(state, headers).unwrap_or_default().as_bytes()).to_hex()[..32]
+            &token_hash_of(state, headers)
+                .unwrap_or_else(|| blake3::hash(b""))
+                .to_hex()[..32]
         ),
     };
     Ok((
@@ -394,7 +396,8 @@ async fn commit_uploads(
     };
     // The author is the token's person: its name (else its user) and email,
     // as the command line signs with user.name and user.email.
-    let holder = token_of(&state, &headers).and_then(|t| state.config.token_access(&t));
+    let holder =
+        token_hash_of(&state, &headers).and_then(|t| state.config.token_access_by_hash(&t));
     let name = holder
         .as_ref()
         .and_then(|h| h.author_name())

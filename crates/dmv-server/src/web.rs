@@ -107,18 +107,18 @@ fn session_cookie(headers: &HeaderMap) -> Option<&str> {
         .find_map(|c| c.trim().strip_prefix("dmv_session="))
 }
 
-/// The token a request carries: its bearer header's, or its login's.
-pub(crate) fn token_of(state: &ServerState, headers: &HeaderMap) -> Option<String> {
+/// The hash of the token a request carries: its bearer header's, or its login's.
+pub(crate) fn token_hash_of(state: &ServerState, headers: &HeaderMap) -> Option<blake3::Hash> {
     let bearer = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-        .map(|t| t.trim().to_string());
+        .map(|t| blake3::hash(t.trim().as_bytes()));
     bearer.or_else(|| {
         state
             .sessions
             .get(session_cookie(headers)?)
-            .map(|s| s.token)
+            .map(|s| s.token_hash)
     })
 }
 
@@ -144,10 +144,10 @@ pub(crate) fn viewer(
             if state.config.token_access(token).is_none() {
                 state.guesses.failed(client);
             }
-            (token.to_string(), None)
+            (blake3::hash(token.as_bytes()), None)
         }
         (None, Some(id)) => match state.sessions.get(id) {
-            Some(session) => (session.token, Some(session.form_secret)),
+            Some(session) => (session.token_hash, Some(session.form_secret)),
             // An ended login browses as anyone does where that is allowed.
             None if state.config.browse == BrowseAccess::Open => return Ok(Viewer::default()),
             None => {
@@ -165,7 +165,7 @@ pub(crate) fn viewer(
             ))
         }
     };
-    match state.config.token_access(&token) {
+    match state.config.token_access_by_hash(&token) {
         Some(entry) => Ok(Viewer {
             user: entry.user().map(str::to_string),
             may_write: entry.access() != TokenAccess::Read,
@@ -334,7 +334,7 @@ async fn login(
         state.guesses.failed(client);
         return login_page(StatusCode::UNAUTHORIZED, "That token is not valid here.");
     }
-    let id = match state.sessions.open(token) {
+    let id = match state.sessions.open(&blake3::hash(token.as_bytes())) {
         Ok(id) => id,
         Err(e) => {
             return login_page(

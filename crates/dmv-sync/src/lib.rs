@@ -34,6 +34,7 @@ mod transport;
 #[cfg(feature = "s3")]
 pub use dmv_bucket::{
     BucketError, BucketKeys, BucketOptions, Identity, KeyEntry, Recipient, Resealed, Rotated,
+    SharedRecords,
 };
 pub use dmv_repo::{Phase, Progress, Silent, Tally};
 pub use operations::address_book::{check_publishable, publish, set_metered, unpublish};

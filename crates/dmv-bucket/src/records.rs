@@ -1,0 +1,138 @@
+//! Small records that the servers of one bucket share, so that what one
+//! of them wrote the others see: `server/<kind>/<name>`, each a body of at
+//! most [`MAX_RECORD_SIZE`] bytes in the caller's encoding. `dmv serve`
+//! keeps its web logins here, so a login survives a restart and works on
+//! every server of the bucket. Names and bodies are stored as given, also
+//! in an encrypted repository: a caller puts nothing secret in either
+//! (a login's record holds a hash of its token and when it ends).
+
+use opendal::ErrorKind;
+
+use crate::config;
+use crate::error::BucketResult;
+use crate::objects::Objects;
+use crate::url::{BucketOptions, Conn};
+
+const RECORDS_PREFIX: &str = "server/";
+/// A record is a few hundred bytes: a larger one is damage, refused unread.
+pub const MAX_RECORD_SIZE: u64 = 4 << 10;
+/// A kind or a name: letters, digits, `-`, `_` and `.`, at most this long.
+const MAX_NAME_LEN: usize = 128;
+
+/// The shared records of the repository in one bucket location.
+pub struct SharedRecords {
+    conn: Conn,
+}
+
+fn check_name(what: &str) -> bool {
+    !what.is_empty()
+        && what.len() <= MAX_NAME_LEN
+        && !what.starts_with('.')
+        && what
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+}
+
+impl SharedRecords {
+    /// Connects to the repository at `url` (one must be there).
+    pub fn open(url: &str, options: &BucketOptions) -> BucketResult<SharedRecords> {
+        let conn = Conn::new(url, options)?;
+        config::read_or_create(&conn, None)?;
+        Ok(SharedRecords { conn })
+    }
+
+    fn key(&self, kind: &str, name: &str) -> BucketResult<String> {
+        if !check_name(kind) || !check_name(name) {
+            return Err(self
+                .conn
+                .target
+                .damaged(format!("{kind:?}/{name:?} cannot name a shared record")));
+        }
+        Ok(format!("{RECORDS_PREFIX}{kind}/{name}"))
+    }
+
+    /// Writes the record `kind/name` (replacing one there).
+    pub fn put(&self, kind: &str, name: &str, body: Vec<u8>) -> BucketResult<()> {
+        let (objects, target, key) = (
+            Objects::of(&self.conn),
+            self.conn.target.clone(),
+            self.key(kind, name)?,
+        );
+        self.conn.run("writing a shared record", async move {
+            objects
+                .put(&key, body)
+                .await
+                .map_err(|e| target.classify(e, "writing a shared record"))
+        })
+    }
+
+    /// The record `kind/name`, if there is one.
+    pub fn get(&self, kind: &str, name: &str) -> BucketResult<Option<Vec<u8>>> {
+        let (objects, target, key) = (
+            Objects::of(&self.conn),
+            self.conn.target.clone(),
+            self.key(kind, name)?,
+        );
+        self.conn.run("reading a shared record", async move {
+            // One request: a record is small, and a large body is cut off
+            // at the bound rather than read whole.
+            match objects.get_range(&key, 0..MAX_RECORD_SIZE + 1).await {
+                Ok(bytes) if bytes.len() as u64 > MAX_RECORD_SIZE => Err(target.damaged(format!(
+                    "{key} is more than the {MAX_RECORD_SIZE} bytes a shared record can be"
+                ))),
+                Ok(bytes) => Ok(Some(bytes)),
+                Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(target.classify(e, "reading a shared record")),
+            }
+        })
+    }
+
+    /// Removes the record `kind/name` (already gone is fine).
+    pub fn delete(&self, kind: &str, name: &str) -> BucketResult<()> {
+        let (objects, target, key) = (
+            Objects::of(&self.conn),
+            self.conn.target.clone(),
+            self.key(kind, name)?,
+        );
+        self.conn.run("removing a shared record", async move {
+            match objects.delete(&key).await {
+                Err(e) if e.kind() != ErrorKind::NotFound => {
+                    Err(target.classify(e, "removing a shared record"))
+                }
+                _ => Ok(()),
+            }
+        })
+    }
+
+    /// The names of every record of `kind`, from one listing.
+    pub fn names(&self, kind: &str) -> BucketResult<Vec<String>> {
+        let prefix = self.key(kind, "x")?;
+        let prefix = prefix[..prefix.len() - 1].to_string();
+        let (objects, target) = (Objects::of(&self.conn), self.conn.target.clone());
+        self.conn.run("listing shared records", async move {
+            let listed = objects
+                .list(&prefix)
+                .await
+                .map_err(|e| target.classify(e, "listing shared records"))?;
+            Ok(listed
+                .into_iter()
+                .filter_map(|e| e.key.strip_prefix(&prefix).map(str::to_string))
+                .filter(|name| check_name(name))
+                .collect())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_name;
+
+    #[test]
+    fn names_are_plain_words() {
+        assert!(check_name("sessions"));
+        assert!(check_name("1767225600-ab12"));
+        for bad in ["", ".", "..", "a/b", "a b", "é", &"x".repeat(129)] {
+            assert!(!check_name(bad), "{bad:?}");
+        }
+    }
+}
