@@ -74,12 +74,19 @@ impl SharedRecords {
             self.key(kind, name)?,
         );
         self.conn.run("reading a shared record", async move {
-            // One request: a record is small, and a large body is cut off
-            // at the bound rather than read whole.
-            match objects.get_range(&key, 0..MAX_RECORD_SIZE + 1).await {
-                Ok(bytes) if bytes.len() as u64 > MAX_RECORD_SIZE => Err(target.damaged(format!(
-                    "{key} is more than the {MAX_RECORD_SIZE} bytes a shared record can be"
-                ))),
+            // A large body is damage, refused before it is read.
+            match objects.stat(&key).await {
+                Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(target.classify(e, "reading a shared record")),
+                Ok(m) if m.len > MAX_RECORD_SIZE => {
+                    return Err(target.damaged(format!(
+                        "{key} is {} bytes, more than a shared record can be",
+                        m.len
+                    )))
+                }
+                Ok(_) => {}
+            }
+            match objects.get(&key).await {
                 Ok(bytes) => Ok(Some(bytes)),
                 Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
                 Err(e) => Err(target.classify(e, "reading a shared record")),

@@ -1927,3 +1927,160 @@ fn a_login_survives_a_restart_and_a_logout_ends_it_everywhere() {
         0
     );
 }
+
+/// Issue 69: a repository kept in a bucket and served by two servers has
+/// the web UI of one in a directory, from either server: its README, a
+/// wall of photos, thumbnails and the bytes of a photo fetched from the
+/// bucket when a page first reads them, a push seen at the next page; one
+/// login for both servers (kept in the bucket), ended on both by a logout.
+/// Browsing leaves nothing in the bucket but the login's record.
+#[test]
+fn a_bucket_served_by_two_servers_has_the_web_ui() {
+    if lacks(&[Need::Minio]) {
+        return;
+    }
+    use common::servers::{S3Server, MINIO_SECRET, MINIO_USER};
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let minio = S3Server::minio();
+    minio.create_bucket("studio");
+    let laptop = t.join("laptop");
+    dmv(t, &["init", laptop.to_str().unwrap()]);
+    std::fs::write(
+        laptop.join("README.md"),
+        "# Day one\n\nThe *harbour* shoot.\n",
+    )
+    .unwrap();
+    std::fs::create_dir(laptop.join("shoot")).unwrap();
+    for i in 0..3u8 {
+        camera_photo(
+            &laptop.join(format!("shoot/IMG_{i}.jpg")),
+            300,
+            200,
+            i * 60,
+            &format!("2026:05:0{} 10:00:00", i + 1),
+        );
+    }
+    commit_all(&laptop, "the harbour shoot");
+    let to_bucket = |c: &mut Command| {
+        minio.env(c);
+        c.env("AWS_ENDPOINT_URL", minio.endpoint());
+    };
+    let push = |message: &str| {
+        let mut c = Command::new(bin());
+        c.current_dir(&laptop)
+            .args(["push", "s3://studio/photos", "main"]);
+        to_bucket(&mut c);
+        let out = c.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{message}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    push("first push");
+    let config = t.join("server.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[repos]\nphotos = {{ url = \"s3://studio/photos\", endpoint = \"{}\" }}\n[tokens]\n\"tok-rita\" = {{ access = \"read\", user = \"rita\" }}\n",
+            minio.endpoint()
+        ),
+    )
+    .unwrap();
+    let env = [
+        ("AWS_ACCESS_KEY_ID", MINIO_USER),
+        ("AWS_SECRET_ACCESS_KEY", MINIO_SECRET),
+        ("AWS_REGION", "us-east-1"),
+    ];
+    let before = minio.list("studio", "photos/");
+    assert!(!before.is_empty());
+    let (a, b) = (
+        HttpServer::start_with_env(&config, 0, &env),
+        HttpServer::start_with_env(&config, 0, &env),
+    );
+    let cookie = cookie_of_login(a.port, "tok-rita");
+    let page = |port: u16, path: &str| {
+        let (status, body) = http(port, "GET", path, &[("Cookie", &cookie)], b"");
+        assert_eq!(status, 200, "{path}: {body}");
+        body
+    };
+    for server in [&a, &b] {
+        let home = page(server.port, "/photos/");
+        assert!(
+            home.contains("<em>harbour</em>"),
+            "the README is shown: {home}"
+        );
+        assert!(home.contains("the harbour shoot"), "{home}");
+        let wall = page(server.port, "/photos/tree/main/shoot");
+        for i in 0..3 {
+            assert!(wall.contains(&format!("IMG_{i}.jpg")), "{wall}");
+        }
+        let thumb = wall
+            .split("/photos/thumb/")
+            .nth(1)
+            .and_then(|s| s.split(['"', '?']).next())
+            .unwrap_or_else(|| panic!("no thumbnail on the wall: {wall}"));
+        let (status, head, body) = common::servers::http(
+            server.port,
+            "GET",
+            &format!("/photos/thumb/{thumb}"),
+            &[("Cookie", &cookie)],
+            b"",
+        );
+        assert_eq!(status, 200, "{head}");
+        assert!(head.to_ascii_lowercase().contains("image/jpeg"), "{head}");
+        assert!(body.len() > 100, "{}", body.len());
+    }
+    // A photo's bytes, exactly, through its file page's download link.
+    let file_page = page(b.port, "/photos/file/main/shoot/IMG_1.jpg");
+    let raw = file_page
+        .split("/photos/raw/")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap_or_else(|| panic!("no raw link: {file_page}"));
+    let out = Command::new("curl")
+        .args([
+            "-s",
+            "-f",
+            "-H",
+            &format!("Cookie: {cookie}"),
+            &format!("http://127.0.0.1:{}/photos/raw/{raw}", b.port),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(out.stdout == std::fs::read(laptop.join("shoot/IMG_1.jpg")).unwrap());
+    // A push straight to the bucket is on both servers' pages a second later.
+    std::fs::write(laptop.join("notes.txt"), "picked: IMG_1\n").unwrap();
+    commit_all(&laptop, "pick the best one");
+    push("second push");
+    std::thread::sleep(Duration::from_millis(1100));
+    for server in [&a, &b] {
+        assert!(page(server.port, "/photos/").contains("pick the best one"));
+    }
+    // Browsing writes nothing to the bucket: the views are no replicas.
+    let settled = minio.list("studio", "photos/");
+    assert_eq!(
+        settled
+            .iter()
+            .filter(|k| k.contains("/server/logins/"))
+            .count(),
+        1,
+        "one login's record: {settled:?}"
+    );
+    assert!(!before.iter().any(|k| k.contains("/server/")));
+    for server in [&a, &b] {
+        let notes = page(server.port, "/photos/file/main/notes.txt");
+        assert!(notes.contains("picked: IMG_1"), "{notes}");
+        page(server.port, "/photos/log/main");
+        page(server.port, "/photos/tree/main/shoot?view=list");
+    }
+    assert_eq!(minio.list("studio", "photos/"), settled);
+    log_out(b.port, &cookie);
+    assert_eq!(status_with(a.port, "/photos/", &cookie), 401);
+    assert!(minio
+        .list("studio", "photos/")
+        .iter()
+        .all(|k| !k.contains("/server/logins/")));
+}

@@ -9,13 +9,15 @@
 //! The files, each using only those listed before it: `tokens_file`
 //! (tokens kept as hashes, managed without editing TOML), `server_config` (the
 //! TOML file), `sessions` (web logins and the rationing of token guesses),
-//! `connections` (how many, and which to evict), `staging` (the
+//! `connections` (how many, and which to evict), `bucket_views` (the
+//! web UI's local views of served buckets), `staging` (the
 //! files being uploaded from browsers), `channel` (a blocking
 //! writer feeding an async body), `server_state` (what every request
 //! shares), `web` (the UI's routes), `uploads` (files uploaded from
 //! browsers, in pieces, then committed) and `server` (the listener and the
 //! protocol's routes).
 
+mod bucket_views;
 mod channel;
 mod connections;
 mod requests;

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use axum::http::HeaderMap;
 use tokio::sync::Semaphore;
 
+use crate::bucket_views::BucketViews;
 use crate::server_config::ServerConfig;
 use crate::sessions::{GuessRation, SessionPlace, Sessions};
 use crate::staging::StagedUploads;
@@ -34,6 +35,8 @@ pub(crate) struct ServerState {
     /// Where the pack indexes of served buckets are mirrored for reading
     /// (removed when the server stops; each upload stages its packs in a folder of its own there).
     pub bucket_cache: Arc<tempfile::TempDir>,
+    /// The views the web UI reads served buckets through.
+    pub bucket_views: BucketViews,
     /// Files being uploaded from browsers, piece by piece.
     pub staged: StagedUploads,
     /// Waits for news held open, per caller.
@@ -93,6 +96,7 @@ impl ServerState {
             guesses: GuessRation::default(),
             body_bytes: Arc::new(Semaphore::new(BODY_BYTES_IN_FLIGHT)),
             uploads: Arc::new(Semaphore::new(UPLOADS_AT_ONCE)),
+            bucket_views: BucketViews::new(bucket_cache.path().join("web-views")),
             bucket_cache,
             staged: StagedUploads::default(),
             waits: Waits::default(),

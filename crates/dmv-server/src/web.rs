@@ -26,6 +26,7 @@ use dmv_repo::Repository;
 use dmv_web::{PageRequest, Reply, Viewer};
 use serde::Deserialize;
 
+use crate::bucket_views::{BucketPlace, View};
 use crate::channel::ChannelWriter;
 use crate::server_config::{BrowseAccess, RepoPlace, TokenAccess};
 use crate::server_state::{Peer, ServerState};
@@ -445,25 +446,53 @@ async fn serve_page(
         Ok(v) => v,
         Err(refused) => return refused,
     };
-    let Some(dir) = state
-        .config
-        .repos
-        .get(&name)
-        .and_then(|place| place.dir())
-        .map(Path::to_path_buf)
-    else {
-        let why = match state.config.repos.get(&name) {
-            // Only its clients hold the key: there is nothing to show.
-            Some(RepoPlace::Sealed { .. }) => format!(
+    let source = match state.config.repos.get(&name) {
+        Some(RepoPlace::Dir(dir)) => Source::Dir(dir.clone()),
+        Some(place @ RepoPlace::Bucket { identity, .. }) => {
+            // The locks and zips of a bucket are not read through its view (see bucket_views).
+            if rest == "locks" || rest.starts_with("zip/") {
+                return (
+                    StatusCode::NOT_FOUND,
+                    Html(format!(
+                        "{} is kept in a bucket: list its locks and download its files with a clone (this page is made only for a repository in a directory)",
+                        html_text(&name)
+                    )),
+                )
+                    .into_response();
+            }
+            let mut options = place.bucket().map(|(_, o)| o).unwrap_or_default();
+            if let Some(file) = identity {
+                match dmv_sync::read_identity(file) {
+                    Ok(key) => options.keys.identities.push(Arc::new(key)),
+                    Err(e) => {
+                        return (
+                            StatusCode::INTERNAL_SERVER_ERROR,
+                            Html(html_text(&e.to_string())),
+                        )
+                            .into_response()
+                    }
+                }
+            }
+            Source::Bucket {
+                url: place
+                    .bucket()
+                    .map(|(u, _)| u.to_string())
+                    .unwrap_or_default(),
+                options,
+            }
+        }
+        // Only its clients hold the key: there is nothing to show.
+        Some(RepoPlace::Sealed { .. }) => {
+            let why = format!(
                 "{} is encrypted end to end: this server holds only ciphertext and cannot show it; clone it with a key",
                 html_text(&name)
-            ),
-            _ => format!(
-                "no repository named {} here to browse (one in a bucket has no web pages yet)",
-                html_text(&name)
-            ),
-        };
-        return (StatusCode::NOT_FOUND, Html(why)).into_response();
+            );
+            return (StatusCode::NOT_FOUND, Html(why)).into_response();
+        }
+        None => {
+            let why = format!("no repository named {} here to browse", html_text(&name));
+            return (StatusCode::NOT_FOUND, Html(why)).into_response();
+        }
     };
     // Refused before any work: a zip when every zip slot is taken.
     if rest.starts_with("zip/") && ZIPS.load(std::sync::atomic::Ordering::SeqCst) >= ZIPS_AT_ONCE {
@@ -477,8 +506,29 @@ async fn serve_page(
     let Ok(_page) = PAGES.acquire().await else {
         return (StatusCode::SERVICE_UNAVAILABLE, "the server is stopping\n").into_response();
     };
+    let views = state.clone();
     let answered = at_low_priority(move || {
-        let repo = Repository::open(&dir).map_err(|e| e.to_string())?;
+        let (repo, view, place) = match &source {
+            Source::Dir(dir) => (
+                Repository::open(dir).map_err(|e| e.to_string())?,
+                None,
+                None,
+            ),
+            Source::Bucket { url, options } => {
+                let place = BucketPlace {
+                    url,
+                    options,
+                    index_cache: views.bucket_cache.path(),
+                };
+                let view = views.bucket_views.view(&name, &place)?;
+                let repo = Repository::open(view.dir()).map_err(|e| e.to_string())?;
+                (repo, Some(view), Some(place))
+            }
+        };
+        let bring = |id: &dmv_repo::store::ObjectId| match (&view, &place) {
+            (Some(view), Some(place)) => views.bucket_views.bring(&name, view, place, id),
+            _ => false,
+        };
         let reply = dmv_web::respond(
             &repo,
             &name,
@@ -487,16 +537,27 @@ async fn serve_page(
                 query: &query,
                 range: range.as_deref(),
                 viewer: &viewer,
+                bring: view.is_some().then_some(&bring as dmv_web::Bring<'_>),
             },
         );
-        Ok::<_, String>((reply, repo))
+        Ok::<_, String>((reply, repo, view))
     })
     .await;
-    let (reply, repo) = match answered.and_then(|made| made) {
+    let (reply, repo, view) = match answered.and_then(|made| made) {
         Ok(answer) => answer,
         Err(e) => return (StatusCode::INTERNAL_SERVER_ERROR, Html(html_text(&e))).into_response(),
     };
-    send(reply, repo)
+    send(reply, repo, view)
+}
+
+/// Where a page's repository is read from.
+enum Source {
+    Dir(std::path::PathBuf),
+    /// Through the server's view of the bucket (see bucket_views).
+    Bucket {
+        url: String,
+        options: dmv_sync::BucketOptions,
+    },
 }
 
 /// Runs `work` on a thread of its own at a lowered CPU priority, waited
@@ -571,7 +632,9 @@ fn html_text(s: &str) -> String {
 }
 
 /// Sends a page, a picture, or file content streamed from the store.
-fn send(reply: Reply, repo: Repository) -> Response {
+/// The answer to a page's request; `view` (a bucket's view the answer
+/// reads from) is kept until a streamed answer is sent.
+fn send(reply: Reply, repo: Repository, view: Option<Arc<View>>) -> Response {
     match reply {
         Reply::Html { status, body } => (
             StatusCode::from_u16(status).unwrap_or(StatusCode::OK),
@@ -676,6 +739,7 @@ fn send(reply: Reply, repo: Repository) -> Response {
         } => {
             let (tx, rx) = crate::channel::answer_channel();
             tokio::task::spawn_blocking(move || {
+                let _view = view;
                 let mut out = ChannelWriter {
                     tx,
                     buf: Vec::new(),
@@ -793,7 +857,7 @@ async fn change_lock(
     })
     .await;
     match answered {
-        Ok(Ok((reply, repo))) => send(reply, repo),
+        Ok(Ok((reply, repo))) => send(reply, repo, None),
         Ok(Err(e)) => (StatusCode::INTERNAL_SERVER_ERROR, Html(html_text(&e))).into_response(),
         Err(e) => (
             StatusCode::INTERNAL_SERVER_ERROR,

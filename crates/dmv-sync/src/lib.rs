@@ -73,7 +73,7 @@ pub use operations::push::{
     current_branch, delete_remote_branches, follow_pushed, push, PushOptions, Pushed,
 };
 pub use operations::reach::{Reach, ReachBook, Seen, NEAR_CONNECT, NEAR_SPEED};
-pub use operations::receive::fetch_objects;
+pub use operations::receive::{fetch_file_data, fetch_objects};
 pub use operations::remote_spec::{LocalServer, RemoteSpec, Transport, DEFAULT_STALL_AFTER};
 pub use operations::repair::{repair, Repaired};
 pub use operations::replay::{cherry_pick, merge, rebase, revert};

@@ -24,7 +24,12 @@ fn r(e: impl std::fmt::Display) -> String {
 }
 
 /// The home of `name` on `branch` (None: the branch HEAD names, else the first).
-pub fn home(repo: &Repository, name: &str, branch: Option<&str>) -> PageResult {
+pub fn home(
+    repo: &Repository,
+    name: &str,
+    branch: Option<&str>,
+    bring: Option<crate::media::Bring<'_>>,
+) -> PageResult {
     let branches = repo.refs.list(BRANCHES).map_err(r)?;
     let tags = repo.refs.list(TAGS).map_err(r)?;
     let base = format!("/{}", seg(name));
@@ -58,7 +63,7 @@ pub fn home(repo: &Repository, name: &str, branch: Option<&str>) -> PageResult {
             )
     });
     let readme_html = readme.and_then(|e| {
-        if e.size > MAX_README || !crate::pages::data_here(repo, &e.id) {
+        if e.size > MAX_README || !crate::media::here_or_brought(repo, &e.id, bring) {
             return None;
         }
         let mut bytes = Vec::new();

@@ -25,7 +25,7 @@ mod words;
 
 pub use assets::{icon_png, APP_SCRIPT, ICON_SVG, MANIFEST, SERVICE_WORKER};
 pub use dmv_media::{largest_embedded_jpeg, EmbeddedJpeg};
-pub use media::{content_type_of, media_of, ContentType, Media};
+pub use media::{content_type_of, media_of, Bring, ContentType, Media};
 pub use pages::{
     index as index_page, login as login_page, logout as logout_page, share as share_page,
     COMPARE_SCRIPT, THEME_SCRIPT,

@@ -112,6 +112,21 @@ pub fn data_here(repo: &dmv_repo::Repository, id: &dmv_repo::store::ObjectId) ->
     }
 }
 
+/// Makes a file version's data present, from elsewhere, when a page is
+/// about to read it; says whether it did. A server that shows a repository
+/// kept in a bucket reads from a view holding the metadata only, and
+/// fetches a file's data the first time a page reads it.
+pub type Bring<'a> = &'a (dyn Fn(&dmv_repo::store::ObjectId) -> bool + Sync);
+
+/// Whether a file's data is here, once `bring` (if given) was asked for it.
+pub fn here_or_brought(
+    repo: &dmv_repo::Repository,
+    id: &dmv_repo::store::ObjectId,
+    bring: Option<Bring<'_>>,
+) -> bool {
+    data_here(repo, id) || (bring.is_some_and(|b| b(id)) && data_here(repo, id))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

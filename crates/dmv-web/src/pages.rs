@@ -581,7 +581,14 @@ fn folder_list(
 
 /// A file at `rev`: shown as what it is (picture, player, text), with a
 /// download link and its last versions.
-pub fn file(repo: &Repository, name: &str, rev: &str, path: &str, viewer: &Viewer) -> PageResult {
+pub fn file(
+    repo: &Repository,
+    name: &str,
+    rev: &str,
+    path: &str,
+    viewer: &Viewer,
+    bring: Option<crate::media::Bring<'_>>,
+) -> PageResult {
     let (commit, root) = tree_of(repo, rev)?;
     let e = match dmv_repo::tree::lookup(&repo.store, &root, path.as_bytes()).map_err(r)? {
         Some(e) if e.kind.is_file() => e,
@@ -590,8 +597,12 @@ pub fn file(repo: &Repository, name: &str, rev: &str, path: &str, viewer: &Viewe
     let base = format!("/{}", seg(name));
     let file_name = path.rsplit('/').next().unwrap_or(path);
     let raw = format!("{base}/raw/{}/{}", e.id.to_hex(), seg(file_name));
-    let present = data_here(repo, &e.id);
-    let text = (present && media_of(path) == Media::Text && e.size <= MAX_TEXT_SHOWN).then(|| {
+    let shown_as_text = media_of(path) == Media::Text && e.size <= MAX_TEXT_SHOWN;
+    let present = match shown_as_text {
+        true => crate::media::here_or_brought(repo, &e.id, bring),
+        false => data_here(repo, &e.id),
+    };
+    let text = (present && shown_as_text).then(|| {
         let mut bytes = Vec::new();
         repo.store.write_content(&e.id, &mut bytes).ok()?;
         String::from_utf8(bytes).ok()

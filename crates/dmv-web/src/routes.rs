@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use dmv_repo::store::ObjectId;
 use dmv_repo::Repository;
 
-use crate::media::content_type_of;
+use crate::media::{content_type_of, here_or_brought, Bring};
 use crate::pages;
 use crate::ranges::{parse_range, ByteRange};
 use crate::reply::{Reply, Viewer};
@@ -25,6 +25,9 @@ pub struct PageRequest<'a> {
     /// Who asks: whether the locks page offers to break locks, and the
     /// secret its forms carry.
     pub viewer: &'a Viewer,
+    /// Fetches a file version's data that is not here (see [`Bring`]):
+    /// given by a server showing a repository kept in a bucket.
+    pub bring: Option<Bring<'a>>,
 }
 
 /// Answers a GET under `/{name}/` from `repo`.
@@ -32,7 +35,7 @@ pub fn respond(repo: &Repository, name: &str, req: &PageRequest<'_>) -> Reply {
     let (head, rest) = req.path.split_once('/').unwrap_or((req.path, ""));
     let query = |k: &str| req.query.get(k).map(String::as_str);
     let answer = match head {
-        "" => crate::home::home(repo, name, query("branch")),
+        "" => crate::home::home(repo, name, query("branch"), req.bring),
         "log" => pages::log(
             repo,
             name,
@@ -73,7 +76,7 @@ pub fn respond(repo: &Repository, name: &str, req: &PageRequest<'_>) -> Reply {
             })
         }
         "file" => split_rev(repo, rest)
-            .and_then(|(rev, path)| pages::file(repo, name, rev, path, req.viewer)),
+            .and_then(|(rev, path)| pages::file(repo, name, rev, path, req.viewer, req.bring)),
         "compare" => match rest.split_once('/') {
             Some((a, b)) => pages::compare(
                 repo,
@@ -106,9 +109,15 @@ pub fn respond(repo: &Repository, name: &str, req: &PageRequest<'_>) -> Reply {
         "zip" => split_rev(repo, rest).and_then(|(rev, path)| {
             folder_zip(repo, name, rev, path.trim_end_matches('/'), query("pick"))
         }),
-        "thumb" => Ok(image(repo, rest, THUMBNAIL_EDGE)),
-        "preview" => Ok(image(repo, rest, PREVIEW_EDGE)),
-        "raw" => content(repo, rest, req.range, query("download").is_some()),
+        "thumb" => Ok(image(repo, rest, THUMBNAIL_EDGE, req.bring)),
+        "preview" => Ok(image(repo, rest, PREVIEW_EDGE, req.bring)),
+        "raw" => content(
+            repo,
+            rest,
+            req.range,
+            query("download").is_some(),
+            req.bring,
+        ),
         _ => Err(format!("no page {}", req.path)),
     };
     answer.unwrap_or_else(|e| pages::error_page(404, Some(name), &e))
@@ -191,10 +200,16 @@ fn folder_zip(
     })
 }
 
-fn image(repo: &Repository, hex: &str, edge: u32) -> Reply {
+fn image(repo: &Repository, hex: &str, edge: u32, bring: Option<Bring<'_>>) -> Reply {
+    let scaled = |id: ObjectId| {
+        scaled_jpeg(repo, &id, edge).or_else(|e| match crate::media::data_here(repo, &id) {
+            false if here_or_brought(repo, &id, bring) => scaled_jpeg(repo, &id, edge),
+            _ => Err(e),
+        })
+    };
     match ObjectId::from_hex(hex)
         .ok_or_else(|| format!("{hex} is not an id"))
-        .and_then(|id| scaled_jpeg(repo, &id, edge))
+        .and_then(scaled)
     {
         Ok(jpeg) => Reply::Jpeg(jpeg),
         Err(e) => pages::error_page(404, None, &e),
@@ -207,10 +222,11 @@ fn content(
     rest: &str,
     range: Option<&str>,
     download: bool,
+    bring: Option<Bring<'_>>,
 ) -> Result<Reply, String> {
     let (hex, file_name) = rest.split_once('/').unwrap_or((rest, ""));
     let id = ObjectId::from_hex(hex).ok_or_else(|| format!("{hex} is not an id"))?;
-    if !crate::pages::data_here(repo, &id) {
+    if !here_or_brought(repo, &id, bring) {
         return Err("this replica does not hold this file's data".into());
     }
     let total = repo.store.content_len(&id).map_err(|e| e.to_string())?;
