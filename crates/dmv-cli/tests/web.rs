@@ -1983,7 +1983,7 @@ fn a_bucket_served_by_two_servers_has_the_web_ui() {
     std::fs::write(
         &config,
         format!(
-            "[repos]\nphotos = {{ url = \"s3://studio/photos\", endpoint = \"{}\" }}\n[tokens]\n\"tok-rita\" = {{ access = \"read\", user = \"rita\" }}\n",
+            "[repos]\nphotos = {{ url = \"s3://studio/photos\", endpoint = \"{}\" }}\n[tokens]\n\"tok-rita\" = {{ access = \"read\", user = \"rita\" }}\n\"tok-al\" = {{ access = \"write\", user = \"al\" }}\n",
             minio.endpoint()
         ),
     )
@@ -2077,6 +2077,40 @@ fn a_bucket_served_by_two_servers_has_the_web_ui() {
         page(server.port, "/photos/tree/main/shoot?view=list");
     }
     assert_eq!(minio.list("studio", "photos/"), settled);
+    // A zip of the folder, its data fetched from the bucket.
+    let zipped = zip_listing(t, &format!("http://127.0.0.1:{}/photos/zip/main/shoot", b.port));
+    assert_eq!(zipped.iter().filter(|n| n.ends_with(".jpg")).count(), 3, "{zipped:?}");
+    // The lock button takes a lock in the bucket: the other server shows
+    // it, and a push straight to the bucket that changes the file is refused.
+    let lock_form = |port: u16, action: &str| {
+        let (status, body) = http(
+            port,
+            "POST",
+            &format!("/photos/locks/{action}"),
+            &[
+                ("Authorization", "Bearer tok-al"),
+                ("Content-Type", "application/x-www-form-urlencoded"),
+            ],
+            b"path=shoot%2FIMG_2.jpg",
+        );
+        assert_eq!(status, 303, "{action}: {body}");
+    };
+    lock_form(a.port, "take");
+    std::thread::sleep(Duration::from_millis(1100));
+    let locks = page(b.port, "/photos/locks");
+    assert!(locks.contains("shoot/IMG_2.jpg") && locks.contains(">al<"), "{locks}");
+    camera_photo(&laptop.join("shoot/IMG_2.jpg"), 300, 200, 7, "2026:05:03 11:00:00");
+    commit_all(&laptop, "retouch IMG_2");
+    let mut refused = Command::new(bin());
+    refused.current_dir(&laptop).args(["push", "s3://studio/photos", "main"]);
+    to_bucket(&mut refused);
+    let refused = refused.output().unwrap();
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("shoot/IMG_2.jpg"));
+    lock_form(b.port, "release");
+    std::thread::sleep(Duration::from_millis(1100));
+    assert!(!page(a.port, "/photos/locks").contains("shoot/IMG_2.jpg"));
+    push("a push once the lock is given back");
     log_out(b.port, &cookie);
     assert_eq!(status_with(a.port, "/photos/", &cookie), 401);
     assert!(minio

@@ -47,15 +47,15 @@ pub(crate) struct BucketViews {
 
 /// How to reach a served bucket: its URL and options, and the folder where
 /// the server mirrors its pack indexes.
-pub(crate) struct BucketPlace<'a> {
-    pub url: &'a str,
-    pub options: &'a BucketOptions,
-    pub index_cache: &'a Path,
+pub(crate) struct BucketPlace {
+    pub url: String,
+    pub options: BucketOptions,
+    pub index_cache: PathBuf,
 }
 
-impl BucketPlace<'_> {
+impl BucketPlace {
     fn connect(&self) -> Result<BucketRemote, String> {
-        BucketRemote::open(self.url, self.options, Some(self.index_cache))
+        BucketRemote::open(&self.url, &self.options, Some(&self.index_cache))
             .map_err(|e| e.to_string())
     }
 }
@@ -76,13 +76,14 @@ impl BucketViews {
     /// The view of the repository `name` kept at `place`, made if there is
     /// none, its refs those of the bucket (unless brought up to date less
     /// than a second ago). Blocks: call it on a page's thread.
-    pub fn view(&self, name: &str, place: &BucketPlace<'_>) -> Result<Arc<View>, String> {
+    pub fn view(&self, name: &str, place: &BucketPlace) -> Result<Arc<View>, String> {
         let view = self.current(name, place)?;
         let mut refreshed = lock(&view.refreshed);
         if refreshed.is_none_or(|at| at.elapsed() >= FRESH_FOR) {
             let repo = Repository::open(view.dir()).map_err(|e| e.to_string())?;
             let mut bucket = place.connect()?;
             follow_refs(&repo, &mut bucket)?;
+            copy_locks(&repo, &mut bucket)?;
             *refreshed = Some(Instant::now());
         }
         drop(refreshed);
@@ -90,7 +91,7 @@ impl BucketViews {
     }
 
     /// The view in use for `name`, or a new one.
-    fn current(&self, name: &str, place: &BucketPlace<'_>) -> Result<Arc<View>, String> {
+    fn current(&self, name: &str, place: &BucketPlace) -> Result<Arc<View>, String> {
         if let Some(view) = lock(&self.open).get(name) {
             return Ok(view.clone());
         }
@@ -117,15 +118,15 @@ impl BucketViews {
             .clone())
     }
 
-    /// Fetches the data of file version `id` into `view` from the bucket;
-    /// says whether it is there now. A view grown past its budget is let
-    /// go (the next page starts another; this one's folder goes once the
-    /// pages using it are done).
-    pub fn bring(&self, name: &str, view: &View, place: &BucketPlace<'_>, id: &ObjectId) -> bool {
+    /// Fetches the data of file versions `ids` into `view` from the
+    /// bucket; says whether that worked. A view grown past its budget is
+    /// let go (the next page starts another; this one's folder goes once
+    /// the pages using it are done).
+    pub fn bring(&self, name: &str, view: &View, place: &BucketPlace, ids: &[ObjectId]) -> bool {
         let fetched = (|| {
             let repo = Repository::open(view.dir()).map_err(|e| e.to_string())?;
             let mut bucket = place.connect()?;
-            dmv_sync::fetch_file_data(&repo, &mut bucket, &[*id], &Silent, None)
+            dmv_sync::fetch_file_data(&repo, &mut bucket, ids, &Silent, None)
                 .map_err(|e| e.to_string())
         })();
         if folder_bytes(view.dir()) > VIEW_DATA_BUDGET {
@@ -139,6 +140,52 @@ impl BucketViews {
         }
         fetched.is_ok()
     }
+}
+
+impl BucketViews {
+    /// Takes, gives back or breaks (`action`) `user`'s locks of `paths` in
+    /// the bucket, under the rules every client of the bucket meets; the
+    /// view's copy of the locks is read again at the next page.
+    pub fn change_lock(
+        &self,
+        name: &str,
+        place: &BucketPlace,
+        paths: &[String],
+        user: &str,
+        action: dmv_web::LockAction,
+    ) -> Result<(), String> {
+        let e = |e: dmv_sync::SyncError| e.to_string();
+        let mut bucket = place.connect()?;
+        let keeper = bucket.path_locks().map_err(e)?;
+        match action {
+            dmv_web::LockAction::Take => keeper.lock_paths(paths, dmv_web::WEB_REPLICA, user),
+            dmv_web::LockAction::Release => keeper.unlock_paths(paths, false, user),
+            dmv_web::LockAction::Break => keeper.unlock_paths(paths, true, user),
+        }
+        .map_err(e)?;
+        if let Some(view) = lock(&self.open).get(name) {
+            *lock(&view.refreshed) = None;
+        }
+        Ok(())
+    }
+}
+
+/// Makes the view's lock table the bucket's (the pages show it: who holds
+/// a file, and the buttons to take or give back).
+fn copy_locks(repo: &Repository, bucket: &mut BucketRemote) -> Result<(), String> {
+    let e = |e: dmv_sync::SyncError| e.to_string();
+    let theirs = bucket.path_locks().map_err(e)?.list_locks("").map_err(e)?;
+    let mut held = repo.locks().hold_locks().map_err(|e| e.to_string())?;
+    let mut table = dmv_repo::LockTable::default();
+    for l in &theirs.locks {
+        // Each path once: a bucket's locks are one object per path.
+        let _ = table.lock(std::slice::from_ref(&l.path), &l.owner, &l.replica, l.since);
+    }
+    if held.table != table {
+        held.table = table;
+        held.save().map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 /// Moves the view's branches and tags to the bucket's, fetching the

@@ -13,7 +13,6 @@
 //! for a login, carry its secret.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -26,7 +25,7 @@ use dmv_repo::Repository;
 use dmv_web::{PageRequest, Reply, Viewer};
 use serde::Deserialize;
 
-use crate::bucket_views::{BucketPlace, View};
+use crate::bucket_views::BucketPlace;
 use crate::channel::ChannelWriter;
 use crate::server_config::{BrowseAccess, RepoPlace, TokenAccess};
 use crate::server_state::{Peer, ServerState};
@@ -446,53 +445,9 @@ async fn serve_page(
         Ok(v) => v,
         Err(refused) => return refused,
     };
-    let source = match state.config.repos.get(&name) {
-        Some(RepoPlace::Dir(dir)) => Source::Dir(dir.clone()),
-        Some(place @ RepoPlace::Bucket { identity, .. }) => {
-            // The locks and zips of a bucket are not read through its view (see bucket_views).
-            if rest == "locks" || rest.starts_with("zip/") {
-                return (
-                    StatusCode::NOT_FOUND,
-                    Html(format!(
-                        "{} is kept in a bucket: list its locks and download its files with a clone (this page is made only for a repository in a directory)",
-                        html_text(&name)
-                    )),
-                )
-                    .into_response();
-            }
-            let mut options = place.bucket().map(|(_, o)| o).unwrap_or_default();
-            if let Some(file) = identity {
-                match dmv_sync::read_identity(file) {
-                    Ok(key) => options.keys.identities.push(Arc::new(key)),
-                    Err(e) => {
-                        return (
-                            StatusCode::INTERNAL_SERVER_ERROR,
-                            Html(html_text(&e.to_string())),
-                        )
-                            .into_response()
-                    }
-                }
-            }
-            Source::Bucket {
-                url: place
-                    .bucket()
-                    .map(|(u, _)| u.to_string())
-                    .unwrap_or_default(),
-                options,
-            }
-        }
-        // Only its clients hold the key: there is nothing to show.
-        Some(RepoPlace::Sealed { .. }) => {
-            let why = format!(
-                "{} is encrypted end to end: this server holds only ciphertext and cannot show it; clone it with a key",
-                html_text(&name)
-            );
-            return (StatusCode::NOT_FOUND, Html(why)).into_response();
-        }
-        None => {
-            let why = format!("no repository named {} here to browse", html_text(&name));
-            return (StatusCode::NOT_FOUND, Html(why)).into_response();
-        }
+    let source = match source_of(&state, &name) {
+        Ok(source) => source,
+        Err(refused) => return refused,
     };
     // Refused before any work: a zip when every zip slot is taken.
     if rest.starts_with("zip/") && ZIPS.load(std::sync::atomic::Ordering::SeqCst) >= ZIPS_AT_ONCE {
@@ -506,29 +461,26 @@ async fn serve_page(
     let Ok(_page) = PAGES.acquire().await else {
         return (StatusCode::SERVICE_UNAVAILABLE, "the server is stopping\n").into_response();
     };
-    let views = state.clone();
+    let shared = state.clone();
     let answered = at_low_priority(move || {
-        let (repo, view, place) = match &source {
-            Source::Dir(dir) => (
-                Repository::open(dir).map_err(|e| e.to_string())?,
-                None,
-                None,
-            ),
+        let (repo, bring) = match source {
+            Source::Dir(dir) => (Repository::open(&dir).map_err(|e| e.to_string())?, None),
             Source::Bucket { url, options } => {
                 let place = BucketPlace {
                     url,
                     options,
-                    index_cache: views.bucket_cache.path(),
+                    index_cache: shared.bucket_cache.path().to_path_buf(),
                 };
-                let view = views.bucket_views.view(&name, &place)?;
+                let view = shared.bucket_views.view(&name, &place)?;
                 let repo = Repository::open(view.dir()).map_err(|e| e.to_string())?;
-                (repo, Some(view), Some(place))
+                let name = name.clone();
+                let bring: Bringer = Arc::new(move |ids: &[dmv_repo::store::ObjectId]| {
+                    shared.bucket_views.bring(&name, &view, &place, ids)
+                });
+                (repo, Some(bring))
             }
         };
-        let bring = |id: &dmv_repo::store::ObjectId| match (&view, &place) {
-            (Some(view), Some(place)) => views.bucket_views.bring(&name, view, place, id),
-            _ => false,
-        };
+        let bring_one = |id: &dmv_repo::store::ObjectId| bring.as_ref().is_some_and(|b| b(&[*id]));
         let reply = dmv_web::respond(
             &repo,
             &name,
@@ -537,17 +489,59 @@ async fn serve_page(
                 query: &query,
                 range: range.as_deref(),
                 viewer: &viewer,
-                bring: view.is_some().then_some(&bring as dmv_web::Bring<'_>),
+                bring: bring.is_some().then_some(&bring_one as dmv_web::Bring<'_>),
             },
         );
-        Ok::<_, String>((reply, repo, view))
+        Ok::<_, String>((reply, repo, bring))
     })
     .await;
-    let (reply, repo, view) = match answered.and_then(|made| made) {
+    let (reply, repo, bring) = match answered.and_then(|made| made) {
         Ok(answer) => answer,
         Err(e) => return (StatusCode::INTERNAL_SERVER_ERROR, Html(html_text(&e))).into_response(),
     };
-    send(reply, repo, view)
+    send(reply, repo, bring)
+}
+
+/// Fetches file versions' data into a bucket's view (see bucket_views),
+/// keeping the view while a streamed answer reads it.
+type Bringer = Arc<dyn Fn(&[dmv_repo::store::ObjectId]) -> bool + Send + Sync>;
+
+/// Where the pages of repository `name` are read from; a page saying why
+/// there are none.
+// The refusal is the HTTP response itself, handed straight back to axum.
+#[allow(clippy::result_large_err)]
+fn source_of(state: &ServerState, name: &str) -> Result<Source, Response> {
+    let refuse = |status: StatusCode, why: String| Err((status, Html(why)).into_response());
+    match state.config.repos.get(name) {
+        Some(RepoPlace::Dir(dir)) => Ok(Source::Dir(dir.clone())),
+        Some(place @ RepoPlace::Bucket { identity, .. }) => {
+            let Some((url, mut options)) = place.bucket() else {
+                return refuse(StatusCode::NOT_FOUND, html_text(name));
+            };
+            if let Some(file) = identity {
+                match dmv_sync::read_identity(file) {
+                    Ok(key) => options.keys.identities.push(Arc::new(key)),
+                    Err(e) => return refuse(StatusCode::INTERNAL_SERVER_ERROR, html_text(&e.to_string())),
+                }
+            }
+            Ok(Source::Bucket {
+                url: url.to_string(),
+                options,
+            })
+        }
+        // Only its clients hold the key: there is nothing to show.
+        Some(RepoPlace::Sealed { .. }) => refuse(
+            StatusCode::NOT_FOUND,
+            format!(
+                "{} is encrypted end to end: this server holds only ciphertext and cannot show it; clone it with a key",
+                html_text(name)
+            ),
+        ),
+        None => refuse(
+            StatusCode::NOT_FOUND,
+            format!("no repository named {} here to browse", html_text(name)),
+        ),
+    }
 }
 
 /// Where a page's repository is read from.
@@ -584,6 +578,9 @@ async fn at_low_priority<T: Send + 'static>(
 /// Zips streamed at once: each reads every file it holds and keeps a
 /// blocking thread until its client has taken it all.
 const ZIPS_AT_ONCE: usize = 8;
+/// File versions a zip of a bucket's repository fetches into the view per
+/// request to the bucket (its first bytes wait for the first batch).
+const ZIP_FETCH_BATCH: usize = 64;
 
 /// Pages (and files, thumbnails, zips) being made at once, all
 /// repositories: 300 connections asking for searches again and again kept
@@ -632,9 +629,9 @@ fn html_text(s: &str) -> String {
 }
 
 /// Sends a page, a picture, or file content streamed from the store.
-/// The answer to a page's request; `view` (a bucket's view the answer
-/// reads from) is kept until a streamed answer is sent.
-fn send(reply: Reply, repo: Repository, view: Option<Arc<View>>) -> Response {
+/// The answer to a page's request; `bring` (for a bucket's view, which it
+/// keeps until a streamed answer is sent) fetches what a zip holds.
+fn send(reply: Reply, repo: Repository, bring: Option<Bringer>) -> Response {
     match reply {
         Reply::Html { status, body } => (
             StatusCode::from_u16(status).unwrap_or(StatusCode::OK),
@@ -678,6 +675,19 @@ fn send(reply: Reply, repo: Repository, view: Option<Arc<View>>) -> Response {
                         tx,
                         buf: Vec::new(),
                     };
+                    // A bucket's view fetches what the zip holds first.
+                    if let Some(bring) = &bring {
+                        if let Ok(files) = repo.history().files_to_archive(&commit, &paths) {
+                            let absent: Vec<_> = files
+                                .iter()
+                                .map(|(_, e)| e.id)
+                                .filter(|id| !dmv_web::data_here(&repo, id))
+                                .collect();
+                            for some in absent.chunks(ZIP_FETCH_BATCH) {
+                                bring(some);
+                            }
+                        }
+                    }
                     let written = repo
                         .history()
                         .archive(
@@ -739,7 +749,7 @@ fn send(reply: Reply, repo: Repository, view: Option<Arc<View>>) -> Response {
         } => {
             let (tx, rx) = crate::channel::answer_channel();
             tokio::task::spawn_blocking(move || {
-                let _view = view;
+                let _view = bring;
                 let mut out = ChannelWriter {
                     tx,
                     buf: Vec::new(),
@@ -834,17 +844,30 @@ async fn change_lock(
             return refused_form();
         }
     }
-    let Some(dir) = state
-        .config
-        .repos
-        .get(&name)
-        .and_then(|place| place.dir())
-        .map(Path::to_path_buf)
-    else {
-        return StatusCode::NOT_FOUND.into_response();
+    let source = match source_of(&state, &name) {
+        Ok(source) => source,
+        Err(refused) => return refused,
     };
+    let shared = state.clone();
     let answered = tokio::task::spawn_blocking(move || {
-        let repo = Repository::open(&dir).map_err(|e| e.to_string())?;
+        let (repo, place) = match source {
+            Source::Dir(dir) => (Repository::open(&dir).map_err(|e| e.to_string())?, None),
+            Source::Bucket { url, options } => {
+                let place = BucketPlace {
+                    url,
+                    options,
+                    index_cache: shared.bucket_cache.path().to_path_buf(),
+                };
+                let view = shared.bucket_views.view(&name, &place)?;
+                let repo = Repository::open(view.dir()).map_err(|e| e.to_string())?;
+                (repo, Some(place))
+            }
+        };
+        let views = &shared.bucket_views;
+        let mut in_bucket = |paths: &[String], user: &str, action| match &place {
+            Some(place) => views.change_lock(&name, place, paths, user, action),
+            None => Ok(()),
+        };
         let reply = dmv_web::change_lock(
             &repo,
             &name,
@@ -852,6 +875,9 @@ async fn change_lock(
             action,
             &viewer,
             form.back.as_deref(),
+            place
+                .is_some()
+                .then_some(&mut in_bucket as dmv_web::LockKeeper<'_>),
         );
         Ok::<_, String>((reply, repo))
     })

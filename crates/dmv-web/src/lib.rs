@@ -25,13 +25,15 @@ mod words;
 
 pub use assets::{icon_png, APP_SCRIPT, ICON_SVG, MANIFEST, SERVICE_WORKER};
 pub use dmv_media::{largest_embedded_jpeg, EmbeddedJpeg};
-pub use media::{content_type_of, media_of, Bring, ContentType, Media};
+pub use media::{content_type_of, data_here, media_of, Bring, ContentType, Media};
 pub use pages::{
     index as index_page, login as login_page, logout as logout_page, share as share_page,
     COMPARE_SCRIPT, THEME_SCRIPT,
 };
 pub use ranges::{parse_range, ByteRange};
 pub use reply::{Reply, Viewer};
-pub use routes::{change_lock, respond, write_content, LockAction, PageRequest, WEB_REPLICA};
+pub use routes::{
+    change_lock, respond, write_content, LockAction, LockKeeper, PageRequest, WEB_REPLICA,
+};
 pub use thumbs::{scaled_jpeg, PREVIEW_EDGE, THUMBNAIL_EDGE};
 pub use upload_page::UPLOAD_SCRIPT;

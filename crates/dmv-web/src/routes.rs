@@ -277,10 +277,16 @@ pub enum LockAction {
 /// The replica a lock taken from a browser is recorded as held from.
 pub const WEB_REPLICA: &str = "web";
 
+/// Makes a lock form's change where the locks are kept, for the user
+/// named: given by a server whose repository keeps its locks elsewhere (a
+/// bucket's lock objects), whose own rules refuse a path held by another.
+pub type LockKeeper<'a> = &'a mut dyn FnMut(&[String], &str, LockAction) -> Result<(), String>;
+
 /// A lock form, under the rules `dmv lock` and `dmv unlock` meet at the
 /// server: a lock needs a named user, a path held by someone else (or by
 /// the same person from another replica) is refused, only an admin
-/// breaks another's lock. Then back to `back` when it is a page of this
+/// breaks another's lock. The change is made in `repo`'s lock table, or by
+/// `keeper` when given. Then back to `back` when it is a page of this
 /// repository, else to the locks page.
 pub fn change_lock(
     repo: &Repository,
@@ -289,6 +295,7 @@ pub fn change_lock(
     action: LockAction,
     viewer: &Viewer,
     back: Option<&str>,
+    keeper: Option<LockKeeper<'_>>,
 ) -> Reply {
     let Some(user) = viewer
         .user
@@ -313,20 +320,23 @@ pub fn change_lock(
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let done = repo
-        .locks()
-        .hold_locks()
-        .map_err(|e| e.to_string())
-        .and_then(|mut held| {
-            let paths = [path.to_string()];
-            match action {
-                LockAction::Take => held.table.lock(&paths, user, WEB_REPLICA, now).map(drop),
-                LockAction::Release => held.table.unlock(&paths, user, false).map(drop),
-                LockAction::Break => held.table.unlock(&paths, user, true).map(drop),
-            }
-            .map_err(|e| e.to_string())?;
-            held.save().map_err(|e| e.to_string())
-        });
+    let paths = [path.to_string()];
+    let done = match keeper {
+        Some(keeper) => keeper(&paths, user, action),
+        None => repo
+            .locks()
+            .hold_locks()
+            .map_err(|e| e.to_string())
+            .and_then(|mut held| {
+                match action {
+                    LockAction::Take => held.table.lock(&paths, user, WEB_REPLICA, now).map(drop),
+                    LockAction::Release => held.table.unlock(&paths, user, false).map(drop),
+                    LockAction::Break => held.table.unlock(&paths, user, true).map(drop),
+                }
+                .map_err(|e| e.to_string())?;
+                held.save().map_err(|e| e.to_string())
+            }),
+    };
     let ours = format!("/{}/", pages::seg(name));
     match done {
         Ok(()) => Reply::Redirect(
