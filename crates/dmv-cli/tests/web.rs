@@ -1933,7 +1933,9 @@ fn a_login_survives_a_restart_and_a_logout_ends_it_everywhere() {
 /// wall of photos, thumbnails and the bytes of a photo fetched from the
 /// bucket when a page first reads them, a push seen at the next page; one
 /// login for both servers (kept in the bucket), ended on both by a logout.
-/// Browsing leaves nothing in the bucket but the login's record.
+/// Browsing leaves nothing in the bucket but the login's record. Zips, and
+/// lock buttons that hold against pushes and against `dmv lock` pressed at
+/// the same moment through the other server.
 #[test]
 fn a_bucket_served_by_two_servers_has_the_web_ui() {
     if lacks(&[Need::Minio]) {
@@ -1983,7 +1985,7 @@ fn a_bucket_served_by_two_servers_has_the_web_ui() {
     std::fs::write(
         &config,
         format!(
-            "[repos]\nphotos = {{ url = \"s3://studio/photos\", endpoint = \"{}\" }}\n[tokens]\n\"tok-rita\" = {{ access = \"read\", user = \"rita\" }}\n\"tok-al\" = {{ access = \"write\", user = \"al\" }}\n",
+            "[repos]\nphotos = {{ url = \"s3://studio/photos\", endpoint = \"{}\" }}\n[tokens]\n\"tok-rita\" = {{ access = \"read\", user = \"rita\" }}\n\"tok-al\" = {{ access = \"write\", user = \"al\" }}\n\"tok-bob\" = {{ access = \"write\", user = \"bob\" }}\n",
             minio.endpoint()
         ),
     )
@@ -2078,8 +2080,15 @@ fn a_bucket_served_by_two_servers_has_the_web_ui() {
     }
     assert_eq!(minio.list("studio", "photos/"), settled);
     // A zip of the folder, its data fetched from the bucket.
-    let zipped = zip_listing(t, &format!("http://127.0.0.1:{}/photos/zip/main/shoot", b.port));
-    assert_eq!(zipped.iter().filter(|n| n.ends_with(".jpg")).count(), 3, "{zipped:?}");
+    let zipped = zip_listing(
+        t,
+        &format!("http://127.0.0.1:{}/photos/zip/main/shoot", b.port),
+    );
+    assert_eq!(
+        zipped.iter().filter(|n| n.ends_with(".jpg")).count(),
+        3,
+        "{zipped:?}"
+    );
     // The lock button takes a lock in the bucket: the other server shows
     // it, and a push straight to the bucket that changes the file is refused.
     let lock_form = |port: u16, action: &str| {
@@ -2098,11 +2107,22 @@ fn a_bucket_served_by_two_servers_has_the_web_ui() {
     lock_form(a.port, "take");
     std::thread::sleep(Duration::from_millis(1100));
     let locks = page(b.port, "/photos/locks");
-    assert!(locks.contains("shoot/IMG_2.jpg") && locks.contains(">al<"), "{locks}");
-    camera_photo(&laptop.join("shoot/IMG_2.jpg"), 300, 200, 7, "2026:05:03 11:00:00");
+    assert!(
+        locks.contains("shoot/IMG_2.jpg") && locks.contains(">al<"),
+        "{locks}"
+    );
+    camera_photo(
+        &laptop.join("shoot/IMG_2.jpg"),
+        300,
+        200,
+        7,
+        "2026:05:03 11:00:00",
+    );
     commit_all(&laptop, "retouch IMG_2");
     let mut refused = Command::new(bin());
-    refused.current_dir(&laptop).args(["push", "s3://studio/photos", "main"]);
+    refused
+        .current_dir(&laptop)
+        .args(["push", "s3://studio/photos", "main"]);
     to_bucket(&mut refused);
     let refused = refused.output().unwrap();
     assert!(!refused.status.success());
@@ -2111,6 +2131,66 @@ fn a_bucket_served_by_two_servers_has_the_web_ui() {
     std::thread::sleep(Duration::from_millis(1100));
     assert!(!page(a.port, "/photos/locks").contains("shoot/IMG_2.jpg"));
     push("a push once the lock is given back");
+    // The button and `dmv lock` at the same moment, through different
+    // servers, for the same path: exactly one holds it, and both say so.
+    let bob = t.join("bob");
+    dmv(
+        t,
+        &[
+            "clone",
+            "--token",
+            "tok-bob",
+            &b.url("photos"),
+            bob.to_str().unwrap(),
+        ],
+    );
+    for round in 0..6 {
+        let path = format!("shoot/race-{round}.jpg");
+        let web = {
+            let path = path.clone();
+            let port = a.port;
+            std::thread::spawn(move || {
+                http(
+                    port,
+                    "POST",
+                    "/photos/locks/take",
+                    &[
+                        ("Authorization", "Bearer tok-al"),
+                        ("Content-Type", "application/x-www-form-urlencoded"),
+                    ],
+                    format!("path={}", path.replace('/', "%2F")).as_bytes(),
+                )
+                .0
+            })
+        };
+        let cli = Command::new(bin())
+            .current_dir(&bob)
+            .args(["lock", &path, "--json"])
+            .output()
+            .unwrap();
+        let web = web.join().unwrap();
+        assert!(
+            (web == 303) != cli.status.success(),
+            "round {round}: the button answered {web}, dmv lock {:?}",
+            cli.status
+        );
+        let listed = Command::new(bin())
+            .current_dir(&bob)
+            .args(["locks", "--json"])
+            .output()
+            .unwrap();
+        let listed: Vec<serde_json::Value> = serde_json::from_slice(&listed.stdout).unwrap();
+        let holders: Vec<&str> = listed
+            .iter()
+            .filter(|l| l["path"] == path.as_str())
+            .map(|l| l["owner"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            holders,
+            [if web == 303 { "al" } else { "bob" }],
+            "round {round}"
+        );
+    }
     log_out(b.port, &cookie);
     assert_eq!(status_with(a.port, "/photos/", &cookie), 401);
     assert!(minio
