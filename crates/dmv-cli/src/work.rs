@@ -56,6 +56,13 @@ pub struct StatusArgs {
     /// One line per path: XY PATH (X staged, Y unstaged, ?? untracked).
     #[arg(short, long)]
     short: bool,
+    /// As --short, for scripts: never coloured, the same in every version
+    /// (git's porcelain format v1).
+    #[arg(long, value_name = "VERSION", num_args = 0..=1, default_missing_value = "v1", require_equals = true)]
+    porcelain: Option<String>,
+    /// With --short or --porcelain, a first line `## BRANCH...UPSTREAM [ahead N, behind M]`.
+    #[arg(short, long)]
+    branch: bool,
 }
 
 pub fn status(a: StatusArgs) -> Result<u8> {
@@ -64,9 +71,21 @@ pub fn status(a: StatusArgs) -> Result<u8> {
         println!("{}", serde_json::to_string_pretty(&repo.status()?)?);
         return Ok(0);
     }
-    crate::terminal::decide_colour(&repo, None);
-    if a.short {
-        return status_short(&repo, repo.status_listing()?);
+    match a.porcelain.as_deref() {
+        None => crate::terminal::decide_colour(&repo, None),
+        Some("v1" | "1") => {
+            crate::terminal::decide_colour(&repo, Some(crate::terminal::When::Never))
+        }
+        Some(other) => {
+            bail!("status --porcelain={other}: only v1 is written (git's first porcelain format)")
+        }
+    }
+    if a.short || a.porcelain.is_some() {
+        let st = repo.status_listing()?;
+        if a.branch {
+            println!("{}", branch_header(&repo, &st)?);
+        }
+        return status_short(&repo, st);
     }
     let word = |k: ChangeKind| match k {
         ChangeKind::Added => "new file:",
@@ -555,6 +574,28 @@ fn changed_summary(changes: &[dmv_repo::Change]) -> String {
 }
 
 /// Git's words for a branch against its upstream.
+/// `status -sb`'s first line, as git writes it.
+fn branch_header(repo: &Repository, st: &dmv_repo::StatusListing) -> Result<String> {
+    let Some(branch) = &st.branch else {
+        return Ok("## HEAD (no branch)".into());
+    };
+    let short = branch.strip_prefix(BRANCHES).unwrap_or(branch);
+    if repo.refs.get(branch)?.is_none() {
+        return Ok(format!("## No commits yet on {short}"));
+    }
+    let Some(t) = repo.history().tracking()? else {
+        return Ok(format!("## {short}"));
+    };
+    let counts = match t.counts {
+        None => " [gone]".to_string(),
+        Some((0, 0)) => String::new(),
+        Some((ahead, 0)) => format!(" [ahead {ahead}]"),
+        Some((0, behind)) => format!(" [behind {behind}]"),
+        Some((ahead, behind)) => format!(" [ahead {ahead}, behind {behind}]"),
+    };
+    Ok(format!("## {short}...{}{counts}", t.upstream))
+}
+
 fn tracking_words(t: &dmv_repo::Tracking) -> String {
     let up = &t.upstream;
     let commits = |n: usize| {

@@ -1,6 +1,8 @@
 //! Walking the working tree: every file and symlink under the root with its
-//! lstat, honouring `.dmvignore` files (gitignore syntax; each applies to its
-//! folder and below, and a deeper file's rule wins), skipping `.dmv`.
+//! lstat, honouring `.gitignore` and `.dmvignore` files (gitignore syntax;
+//! each applies to its folder and below, a deeper file's rule wins, and in
+//! one folder `.dmvignore`'s wins over `.gitignore`'s), skipping `.dmv`. A
+//! team that moves from Git keeps its ignore files as they are.
 //!
 //! Each folder is read once and its entries are stat'ed relative to it
 //! (`DirEntry::metadata` is an `fstatat` on the open folder), so the kernel
@@ -22,7 +24,8 @@ use crate::paths::{is_not_there, is_reserved_name, DMV_DIR, TEMP_PREFIX};
 use crate::worktree::dirstate::Stat;
 use crate::RepoResult;
 
-const IGNORE_FILE: &str = ".dmvignore";
+/// A folder's ignore files, the one whose rules win last.
+const IGNORE_FILES: [&str; 2] = [".gitignore", ".dmvignore"];
 
 /// The ignore files that apply in a folder, outermost first, each with the
 /// length of its folder's path (to make paths relative to it).
@@ -325,21 +328,24 @@ fn read_folder(
     Ok(())
 }
 
-/// The ignore files for a folder's entries: its parent's, and its own if it has one.
+/// The ignore files for a folder's entries: its parent's, and its own if it has any.
 fn with_ignore_file(abs: &Path, rel: &[u8], outer: &Ignores) -> RepoResult<Ignores> {
-    let path = abs.join(IGNORE_FILE);
-    if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
-        return Ok(outer.clone());
+    let mut all: Option<Vec<_>> = None;
+    for name in IGNORE_FILES {
+        let path = abs.join(name);
+        if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+            continue;
+        }
+        let mut builder = GitignoreBuilder::new(abs);
+        if let Some(e) = builder.add(&path) {
+            return Err(scan_error(&path, e));
+        }
+        let own = builder.build().map_err(|e| scan_error(&path, e))?;
+        let prefix = if rel.is_empty() { 0 } else { rel.len() + 1 };
+        all.get_or_insert_with(|| outer.as_ref().clone())
+            .push((prefix, Arc::new(own)));
     }
-    let mut builder = GitignoreBuilder::new(abs);
-    if let Some(e) = builder.add(&path) {
-        return Err(scan_error(&path, e));
-    }
-    let own = builder.build().map_err(|e| scan_error(&path, e))?;
-    let prefix = if rel.is_empty() { 0 } else { rel.len() + 1 };
-    let mut all = outer.as_ref().clone();
-    all.push((prefix, Arc::new(own)));
-    Ok(Arc::new(all))
+    Ok(all.map_or_else(|| outer.clone(), Arc::new))
 }
 
 /// Whether the innermost ignore file with a rule for `rel` ignores it.
@@ -422,6 +428,38 @@ mod tests {
             .find(|(p, _)| p == b"link")
             .unwrap();
         assert!(meta.is_symlink());
+    }
+
+    #[test]
+    fn gitignore_files_count_and_dmvignore_wins_in_its_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for f in [
+            "a.log",
+            "b.psd",
+            "c.tmp",
+            "sub/d.log",
+            "sub/e.psd",
+            "build/x",
+        ] {
+            std::fs::create_dir_all(root.join(f).parent().unwrap()).unwrap();
+            std::fs::write(root.join(f), f).unwrap();
+        }
+        std::fs::write(root.join(".gitignore"), "*.log\n*.psd\nbuild/\n").unwrap();
+        // Where the two disagree in one folder, .dmvignore's rule wins.
+        std::fs::write(root.join(".dmvignore"), "!*.psd\n*.tmp\n").unwrap();
+        // A deeper .gitignore wins over the root's .dmvignore.
+        std::fs::write(root.join("sub/.gitignore"), "!d.log\ne.psd\n").unwrap();
+        assert_eq!(
+            walked(root),
+            [
+                ".dmvignore",
+                ".gitignore",
+                "b.psd",
+                "sub/.gitignore",
+                "sub/d.log"
+            ]
+        );
     }
 
     #[test]
