@@ -2198,3 +2198,146 @@ fn a_bucket_served_by_two_servers_has_the_web_ui() {
         .iter()
         .all(|k| !k.contains("/server/logins/")));
 }
+
+/// Issue 69: what is known of an upload is kept beside its bytes, not in
+/// one server's memory. Opened on one server, it resumes after that server
+/// is killed and started again, and through a second server of the same
+/// directory, which commits it; a piece one server is receiving keeps the
+/// other server out, and a killed server's piece holds nothing.
+#[test]
+fn an_upload_resumes_across_a_restart_and_another_server() {
+    use std::io::Write;
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let hub = t.join("hub");
+    dmv(t, &["init", "--bare", hub.to_str().unwrap()]);
+    let work = t.join("work");
+    dmv(t, &["init", work.to_str().unwrap()]);
+    std::fs::write(work.join("notes.txt"), "one").unwrap();
+    commit_all(&work, "notes");
+    dmv(&work, &["push", hub.to_str().unwrap(), "main"]);
+    let seen = dmv(&hub, &["rev-parse", "main"]).trim().to_string();
+    let config = "[repos]\nhub = \"hub\"\n[tokens]\n\"tok-al\" = { access = \"write\", user = \"al\" }\n\"tok-bo\" = { access = \"write\", user = \"bo\" }\n";
+    let mut a = HttpServer::start(config, t, 0);
+    let b = HttpServer::start(config, t, 0);
+    // As the upload page does: a login's cookie and its forms' secret.
+    let cookie = cookie_of_login(a.port, "tok-al");
+    let page = http(
+        a.port,
+        "GET",
+        "/hub/upload/main/",
+        &[("Cookie", &cookie)],
+        b"",
+    )
+    .1;
+    let secret = page
+        .split("data-secret=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap_or_else(|| panic!("no form secret: {page}"))
+        .to_string();
+    let al = [
+        ("Cookie", cookie.as_str()),
+        ("Content-Type", "application/json"),
+        ("x-dmv-form-secret", secret.as_str()),
+    ];
+    let data = dmv_testkit::noise(3 << 20, 69);
+    let first = (1 << 20) + 17;
+
+    let (code, body) = http(
+        a.port,
+        "POST",
+        "/hub/uploads",
+        &al,
+        format!(r#"{{"name":"take.mov","size":{}}}"#, data.len()).as_bytes(),
+    );
+    assert_eq!(code, 201, "{body}");
+    let id = json_of(&body)["id"].as_str().unwrap().to_string();
+    let piece_url = |offset: usize| format!("/hub/uploads/{id}?offset={offset}");
+    let (code, body) = http(a.port, "PUT", &piece_url(0), &al, &data[..first]);
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(json_of(&body)["received"].as_u64(), Some(first as u64));
+
+    // The next piece begins on A (its head sent, none of its bytes yet):
+    // B refuses a piece of the same upload as busy, not writing beside it.
+    let mut on_a = std::net::TcpStream::connect(("127.0.0.1", a.port)).unwrap();
+    write!(
+        on_a,
+        "PUT {} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nCookie: {cookie}\r\nx-dmv-form-secret: {secret}\r\nContent-Length: {}\r\n\r\n",
+        piece_url(first),
+        a.port,
+        data.len() - first
+    )
+    .unwrap();
+    on_a.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    loop {
+        // At a wrong offset: were B to get the piece, it would write nothing.
+        let (code, body) = http(b.port, "PUT", &piece_url(0), &al, b"x");
+        assert_eq!(code, 409, "{body}");
+        if body.contains("a piece of this upload is being received") {
+            assert_eq!(json_of(&body)["received"].as_u64(), Some(first as u64));
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "B never saw A's piece: {body}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // A is killed mid-piece and started again on its port.
+    let port = a.port;
+    a.kill();
+    drop(on_a);
+    let a = HttpServer::start(config, t, port);
+    let (code, body) = http(a.port, "GET", &format!("/hub/uploads/{id}"), &al, b"");
+    assert_eq!(code, 200, "after a restart: {body}");
+    let status = json_of(&body);
+    assert_eq!(status["received"].as_u64(), Some(first as u64), "{body}");
+    assert_eq!(status["size"].as_u64(), Some(data.len() as u64), "{body}");
+    // Still nobody else's.
+    let (code, body) = http(
+        b.port,
+        "GET",
+        &format!("/hub/uploads/{id}"),
+        &[("Authorization", "Bearer tok-bo")],
+        b"",
+    );
+    assert_eq!(code, 404, "{body}");
+
+    // The rest through B, whose piece the killed server's lock does not hold up.
+    let (code, body) = http(b.port, "PUT", &piece_url(first), &al, &data[first..]);
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(json_of(&body)["received"].as_u64(), Some(data.len() as u64));
+    let (code, body) = http(
+        b.port,
+        "POST",
+        "/hub/commit-uploads",
+        &al,
+        format!(
+            r#"{{"branch":"main","seen":"{seen}","folder":"takes","message":"from two servers","files":[{{"name":"take.mov","id":"{id}"}}]}}"#
+        )
+        .as_bytes(),
+    );
+    assert_eq!(code, 200, "{body}");
+    let commit = json_of(&body)["commit"].as_str().unwrap().to_string();
+    assert_eq!(dmv(&hub, &["rev-parse", "main"]).trim(), commit);
+    let check = t.join("check");
+    dmv(
+        t,
+        &["clone", hub.to_str().unwrap(), check.to_str().unwrap()],
+    );
+    assert!(
+        std::fs::read(check.join("takes/take.mov")).unwrap() == data,
+        "the committed take is the bytes sent, to both servers"
+    );
+    assert_eq!(
+        std::fs::read_dir(hub.join(".dmv/uploads")).unwrap().count(),
+        0,
+        "the bytes and the record go once committed"
+    );
+    let (code, body) = http(a.port, "GET", &format!("/hub/uploads/{id}"), &al, b"");
+    assert_eq!(code, 404, "committed through B, gone on A too: {body}");
+}

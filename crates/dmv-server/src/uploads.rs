@@ -13,7 +13,9 @@
 //! of another site cannot send that header here: the server allows no
 //! cross-origin requests). Budgets: a piece is at most [`PIECE_MAX`] bytes, a
 //! file at most what the disk has free, and `staging` bounds the uploads
-//! open at once and removes those left untouched for a day.
+//! open at once and removes those left untouched for a day. What is known
+//! of an upload is kept beside its bytes (`staging`), so it resumes after
+//! a restart and through any server of the same directory.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -34,7 +36,7 @@ use serde_json::json;
 use tokio::io::AsyncWriteExt;
 
 use crate::server_state::{Peer, ServerState};
-use crate::staging::{Found, StagedUploads, Unavailable};
+use crate::staging::{staging_folder, Found, Unavailable};
 use crate::web::{same_secret, token_hash_of, viewer};
 
 /// The largest piece one request may carry.
@@ -121,6 +123,13 @@ fn repo_dir(state: &ServerState, name: &str) -> Result<PathBuf, Response> {
         })
 }
 
+/// Where the uploads of repository `name` are staged; None when the
+/// server has no directory of that name (no upload of it is known).
+fn staging_of(state: &ServerState, name: &str) -> Option<PathBuf> {
+    let place = state.config.repos.get(name)?;
+    place.dir().map(staging_folder)
+}
+
 fn random_id() -> std::io::Result<String> {
     let mut bytes = [0u8; 16];
     getrandom::getrandom(&mut bytes).map_err(std::io::Error::other)?;
@@ -156,10 +165,10 @@ async fn open_upload(
     }
     // Refused before touching the disk: 300 connections asking again and
     // again made every answer a directory listing and a statvfs.
-    if state.staged.open_by(&owner) >= crate::staging::OPEN_PER_OWNER {
+    if state.staged.recently_full(&owner) {
         return unavailable(Unavailable::YoursFull);
     }
-    let staging = dir.join(".dmv").join("uploads");
+    let staging = staging_folder(&dir);
     if let Err(e) = std::fs::create_dir_all(&staging) {
         return refuse(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -176,16 +185,27 @@ async fn open_upload(
         }
     };
     let free = dmv_os::available_bytes(&staging).map(|free| free.saturating_sub(SPARE_BYTES));
-    if let Err(e) = state.staged.open(
-        &id,
-        &repo,
-        &owner,
-        req.size,
-        state.config.upload_bytes_per_user(),
-        &staging,
-        free,
-    ) {
-        return unavailable(e);
+    // The uploads open on this server are those of every directory it serves.
+    let every: Vec<PathBuf> = state
+        .config
+        .repos
+        .values()
+        .filter_map(|place| place.dir())
+        .map(staging_folder)
+        .collect();
+    let share = state.config.upload_bytes_per_user();
+    let (shared, new_id) = (state.clone(), id.clone());
+    // Off the runtime's threads: it waits for another server's open to end.
+    let opened = tokio::task::spawn_blocking(move || {
+        shared.staged.open(
+            &new_id, &repo, &owner, req.size, share, &staging, &every, free,
+        )
+    })
+    .await;
+    match opened {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return unavailable(e),
+        Err(e) => return refuse(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
     (
         StatusCode::CREATED,
@@ -204,7 +224,10 @@ async fn upload_status(
         Ok(c) => c,
         Err(refused) => return refused,
     };
-    match state.staged.find(&id, &repo, &owner, false) {
+    let Some(staging) = staging_of(&state, &repo) else {
+        return unavailable(Unavailable::Unknown);
+    };
+    match state.staged.find(&staging, &id, &repo, &owner) {
         Ok(found) => Json(json!({ "id": id, "size": found.size, "received": found.received }))
             .into_response(),
         Err(e) => unavailable(e),
@@ -231,15 +254,6 @@ fn too_large(size: u64) -> Response {
     refuse(StatusCode::PAYLOAD_TOO_LARGE, format!("a piece is at most {PIECE_MAX} bytes and an upload at most the size it was opened with ({size})"))
 }
 
-/// Lets the next piece of an upload in when this one ends, however it ends.
-struct Claimed<'a>(&'a StagedUploads, String);
-
-impl Drop for Claimed<'_> {
-    fn drop(&mut self) {
-        self.0.release(&self.1);
-    }
-}
-
 #[derive(Deserialize)]
 struct PieceAt {
     offset: u64,
@@ -257,15 +271,16 @@ async fn put_piece(
         Ok(c) => c,
         Err(refused) => return refused,
     };
-    let Found {
-        file,
-        size,
-        received,
-    } = match state.staged.find(&id, &repo, &owner, true) {
-        Ok(found) => found,
+    let Some(staging) = staging_of(&state, &repo) else {
+        return unavailable(Unavailable::Unknown);
+    };
+    // The file is locked while it is open: the next piece, here or on
+    // another server, gets in when this one ends, however it ends.
+    let claimed = state.staged.claim(&staging, &id, &repo, &owner);
+    let (Found { size, received, .. }, out) = match claimed {
+        Ok(claimed) => claimed,
         Err(e) => return unavailable(e),
     };
-    let _claimed = Claimed(&state.staged, id);
     if at.offset != received {
         return (StatusCode::CONFLICT, Json(json!({ "received": received, "message": format!("this upload has {received} bytes, not {}: send from there", at.offset) })))
             .into_response();
@@ -277,15 +292,7 @@ async fn put_piece(
     if declared.is_some_and(|len| len > PIECE_MAX || received + len > size) {
         return too_large(size);
     }
-    let mut out = match tokio::fs::OpenOptions::new().append(true).open(&file).await {
-        Ok(f) => f,
-        Err(e) => {
-            return refuse(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!("cannot open the staged upload: {e}"),
-            )
-        }
-    };
+    let mut out = tokio::fs::File::from_std(out);
     let idle = state.config.idle_timeout();
     let mut stream = body.into_data_stream();
     let mut got = 0u64;
@@ -360,9 +367,10 @@ async fn commit_uploads(
             None => return refuse(StatusCode::BAD_REQUEST, format!("{hex} is not a commit id")),
         },
     };
+    let staging = staging_folder(&dir);
     let mut files = Vec::with_capacity(req.files.len());
     for f in &req.files {
-        match state.staged.find(&f.id, &repo, &owner, false) {
+        match state.staged.find(&staging, &f.id, &repo, &owner) {
             Ok(Found {
                 file,
                 size,
