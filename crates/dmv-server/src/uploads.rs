@@ -236,7 +236,7 @@ async fn upload_status(
 
 fn unavailable(e: Unavailable) -> Response {
     match e {
-        Unavailable::Unknown => refuse(StatusCode::NOT_FOUND, "no such upload: it finished, was removed after a day untouched, or the server restarted; start it again"),
+        Unavailable::Unknown => refuse(StatusCode::NOT_FOUND, "no such upload: it finished, or was removed after a day untouched; start it again"),
         Unavailable::Busy { received } => (StatusCode::CONFLICT, Json(json!({ "received": received, "message": "a piece of this upload is being received" }))).into_response(),
         Unavailable::Full => refuse(StatusCode::SERVICE_UNAVAILABLE, "too many uploads are open on this server: finish or wait for some"),
         Unavailable::YoursFull => refuse(StatusCode::TOO_MANY_REQUESTS, format!("you have {} uploads open: finish some first", crate::staging::OPEN_PER_OWNER)),
