@@ -55,6 +55,23 @@ pub struct LogArgs {
     /// Draw the history as a graph of lines beside the commits.
     #[arg(long)]
     graph: bool,
+    /// Beside each commit, the branches, tags and HEAD naming it:
+    /// `(HEAD -> main, tag: v1)` (on a terminal without asking, as git's
+    /// log.decorate=auto).
+    #[arg(long, overrides_with = "no_decorate")]
+    decorate: bool,
+    /// No names beside the commits.
+    #[arg(long)]
+    no_decorate: bool,
+    /// Start from every branch, remote-tracking branch and tag, and HEAD.
+    #[arg(long)]
+    all: bool,
+    /// Oldest first.
+    #[arg(long)]
+    reverse: bool,
+    /// After each commit, the paths it changed.
+    #[arg(long)]
+    name_only: bool,
     #[arg(long)]
     json: bool,
     #[command(flatten)]
@@ -99,7 +116,27 @@ pub fn log(a: LogArgs) -> Result<u8> {
         topo_order: a.graph,
         skip: 0,
         max_count: a.max_count,
+        all: a.all,
+        reverse: a.reverse,
     })?;
+    if a.graph && a.reverse {
+        bail!("log --reverse and --graph cannot be given together (as in git)");
+    }
+    // As git's log.decorate=auto: names on a terminal, none in a pipe, unless asked.
+    let decorate = !a.no_decorate
+        && !a.json
+        && (a.decorate
+            || (a.format.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdout())));
+    let names = match decorate {
+        true => repo.history().decorations()?,
+        false => Default::default(),
+    };
+    let names_of = |id: &dmv_repo::store::ObjectId| -> String {
+        names
+            .get(id)
+            .map(|n| format!(" {}", decoration_text(n)))
+            .unwrap_or_default()
+    };
     let mut graph = Graph::default();
     for (shown, info) in commits.enumerate() {
         let info = info?;
@@ -128,12 +165,22 @@ pub fn log(a: LogArgs) -> Result<u8> {
         } else if a.oneline {
             writeln!(
                 out,
-                "{} {}",
+                "{}{} {}",
                 paint(Style::Id, &info.id.short()),
+                names_of(&info.id),
                 c.message.lines().next().unwrap_or("")
             )?;
         } else {
-            writeln!(out, "{}", paint(Style::Id, &format!("commit {}", info.id)))?;
+            // As git's: a blank line between commits, drawn at the end of each in a graph.
+            if shown > 0 && !a.graph {
+                writeln!(out)?;
+            }
+            writeln!(
+                out,
+                "{}{}",
+                paint(Style::Id, &format!("commit {}", info.id)),
+                names_of(&info.id)
+            )?;
             if c.parents.len() > 1 {
                 writeln!(
                     out,
@@ -150,19 +197,32 @@ pub fn log(a: LogArgs) -> Result<u8> {
             for line in c.message.lines() {
                 writeln!(out, "    {line}")?;
             }
-            writeln!(out)?;
+            if a.graph {
+                writeln!(out)?;
+            }
         }
-        if !a.json && (a.stat || a.name_status || a.patch) {
+        // As git's: a merge's changes are not shown (git's `-m` would), a
+        // format's line is followed by a blank line before them, git's
+        // default layout by one after them, a one-line commit by none.
+        let diffs = a.stat || a.name_status || a.name_only || a.patch;
+        if !a.json && diffs && c.parents.len() < 2 {
             let mut changes = repo.history().commit_changes(&info.id)?;
             if !paths.is_empty() && !a.follow {
                 changes.retain(|c| paths.iter().any(|s| is_under(&c.path, s)));
             }
-            match (a.name_status, a.stat) {
-                (true, _) => print_name_status(out, &repo, &changes)?,
-                (_, true) => print_stat(out, &repo, &changes, false)?,
+            let one_line = a.format.is_none() && a.oneline;
+            if a.format.is_some() || (!one_line && !a.graph) {
+                writeln!(out)?;
+            }
+            match (a.name_status, a.stat, a.name_only) {
+                (true, _, _) => print_name_status(out, &repo, &changes)?,
+                (_, true, _) => print_stat(out, &repo, &changes, false)?,
+                (_, _, true) => print_name_only(out, &changes)?,
                 _ => print_patch(out, &repo, &changes, false)?,
             }
-            writeln!(out)?;
+            if a.format.is_none() && !one_line && a.graph {
+                writeln!(out)?;
+            }
         }
         let mut stdout = std::io::stdout().lock();
         match a.graph && !a.json {
@@ -175,6 +235,27 @@ pub fn log(a: LogArgs) -> Result<u8> {
         writeln!(out, "{}", serde_json::to_string_pretty(&json)?)?;
     }
     Ok(0)
+}
+
+/// `(HEAD -> main, origin/main, tag: v1)`, as git's `--decorate` writes it.
+fn decoration_text(names: &[dmv_repo::Decoration]) -> String {
+    use dmv_repo::ref_names::{BRANCHES, REMOTE_BRANCHES, TAGS};
+    use dmv_repo::Decoration;
+    let shown: Vec<String> = names
+        .iter()
+        .map(|d| match d {
+            Decoration::Head { branch: Some(b) } => paint(
+                Style::Id,
+                &format!("HEAD -> {}", b.strip_prefix(BRANCHES).unwrap_or(b)),
+            )
+            .into_owned(),
+            Decoration::Head { branch: None } => paint(Style::Id, "HEAD").into_owned(),
+            Decoration::Branch(b) => b.strip_prefix(BRANCHES).unwrap_or(b).to_string(),
+            Decoration::RemoteBranch(b) => b.strip_prefix(REMOTE_BRANCHES).unwrap_or(b).to_string(),
+            Decoration::Tag(t) => format!("tag: {}", t.strip_prefix(TAGS).unwrap_or(t)),
+        })
+        .collect();
+    format!("({})", shown.join(", "))
 }
 
 /// `log --graph`'s lanes: each holds the commit it expects next, top to
@@ -392,6 +473,9 @@ pub struct ShowArgs {
     /// Only the paths the commit changed.
     #[arg(long)]
     name_only: bool,
+    /// The commit's header and message only, no changes.
+    #[arg(short = 's', long = "no-patch")]
+    no_patch: bool,
     /// Only these files or folders: `dmv show REV -- PATH…`.
     #[arg(last = true)]
     paths: Vec<PathBuf>,
@@ -421,8 +505,19 @@ pub fn show(a: ShowArgs) -> Result<u8> {
         );
         println!("{}\n", tag.message.trim_end());
     }
+    let merge = match c.parents.len() {
+        0 | 1 => String::new(),
+        _ => format!(
+            "\nMerge: {}",
+            c.parents
+                .iter()
+                .map(|p| p.short())
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+    };
     println!(
-        "{}\nAuthor: {} <{}>\nDate:   {}\n",
+        "{}{merge}\nAuthor: {} <{}>\nDate:   {}\n",
         paint(Style::Id, &format!("commit {id}")),
         c.author.name,
         c.author.email,
@@ -430,6 +525,9 @@ pub fn show(a: ShowArgs) -> Result<u8> {
     );
     for line in c.message.lines() {
         println!("    {line}");
+    }
+    if a.no_patch {
+        return Ok(0);
     }
     println!();
     let mut changes = repo.history().commit_changes(&id)?;
@@ -441,9 +539,7 @@ pub fn show(a: ShowArgs) -> Result<u8> {
     if a.name_status {
         print_name_status(&mut out, &repo, &changes)?;
     } else if a.name_only {
-        for c in &changes {
-            writeln!(out, "{}", show_path(&c.path))?;
-        }
+        print_name_only(&mut out, &changes)?;
     } else if a.stat {
         print_stat(&mut out, &repo, &changes, false)?;
     } else {
@@ -733,6 +829,14 @@ fn describe(entry: Option<&dmv_repo::FlatEntry>, side: DiffSide) -> String {
 }
 
 /// A, M, D or R with the share of the content kept (git's R100, R087), and the paths.
+/// Each changed path on a line (`--name-only`).
+fn print_name_only(out: &mut impl Write, changes: &[Change]) -> Result<()> {
+    for c in changes {
+        writeln!(out, "{}", show_path(&c.path))?;
+    }
+    Ok(())
+}
+
 fn print_name_status(out: &mut impl Write, repo: &Repository, changes: &[Change]) -> Result<()> {
     for listed in dmv_repo::find_renames(&repo.store, changes.to_vec())? {
         match listed {
@@ -821,8 +925,11 @@ fn print_stat(
         let count = |k: ChangeKind| changes.iter().filter(|c| c.kind == k).count();
         writeln!(
             out,
-            " {} files changed, {} added, {} modified, {} deleted",
-            changes.len(),
+            " {} changed, {} added, {} modified, {} deleted",
+            match changes.len() {
+                1 => "1 file".to_string(),
+                n => format!("{n} files"),
+            },
             count(ChangeKind::Added),
             count(ChangeKind::Modified),
             count(ChangeKind::Deleted)

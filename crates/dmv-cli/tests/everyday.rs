@@ -696,7 +696,7 @@ fn reset_amend_show_and_log_format_work_as_in_git() {
     );
     assert_eq!(
         dmv(d, &["log", "--format=%s", "--name-status", "-n", "1"]),
-        "second\nM\tshoot/a.jpg\nA\tshoot/b.jpg\n\n"
+        "second\n\nM\tshoot/a.jpg\nA\tshoot/b.jpg\n"
     );
 
     // --soft: HEAD moves, the change stays staged.

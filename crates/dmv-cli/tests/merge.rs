@@ -162,7 +162,7 @@ fn no_ff_makes_a_merge_commit_and_ff_only_refuses_one() {
     dmv(d, &["merge", "--no-ff", "feature"]);
     assert_eq!(
         dmv(d, &["log", "-1", "--format=%P %s"]).trim(),
-        format!("{one} {feature} Merge feature")
+        format!("{one} {feature} Merge branch 'feature'")
     );
     // Diverged: --ff-only refuses.
     dmv(d, &["switch", "feature"]);
@@ -273,7 +273,7 @@ fn resolve_and_commit_say_what_they_kept_and_made() {
     );
     // No -m is needed to conclude a merge.
     let out = dmv(d, &["commit"]);
-    assert!(out.contains("Merge feature"), "{out}");
+    assert!(out.contains("Merge branch 'feature'"), "{out}");
     assert_eq!(parents(d, "HEAD").len(), 2);
     assert!(status_json(d)["merge"].is_null());
 }

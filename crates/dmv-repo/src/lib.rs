@@ -42,7 +42,7 @@ pub use error::{RepoError, RepoResult};
 pub use history::archive::ArchiveFormat;
 pub use history::branches::Tracking;
 pub use history::graph::{in_topo_order, CommitInfo, CommitWalk};
-pub use history::log_query::{LogCommits, LogQuery};
+pub use history::log_query::{Decoration, LogCommits, LogQuery};
 pub use history::object_rules::{check_object, facts_of_content, stored_facts, ObjectFacts};
 pub use history::revisions::RevisionRange;
 pub use history::tree;

@@ -146,7 +146,10 @@ fn changes_to_different_files_merge_into_a_two_parent_commit() {
     };
     assert_eq!(s.rev("HEAD"), merged);
     assert_eq!(s.parents("HEAD"), [main, feature]);
-    assert_eq!(s.repo.commit(&merged).unwrap().message, "Merge feature");
+    assert_eq!(
+        s.repo.commit(&merged).unwrap().message,
+        "Merge branch 'feature'"
+    );
     let want = [
         ("media/a.bin", noise(200_000, 20)),
         ("media/b.bin", noise(200_000, 21)),

@@ -2,8 +2,14 @@
 //! and `--json`, and the web UI's history pages, read commits through the
 //! same query, so a filter means the same wherever it is given.
 
+use std::collections::HashMap;
+
+use dmv_store::ObjectId;
+
 use crate::history::graph::{in_topo_order, CommitInfo};
+use crate::ref_names::{BRANCHES, REMOTE_BRANCHES, TAGS};
 use crate::repository::handles::History;
+use crate::repository::refs::Head;
 use crate::RepoResult;
 
 /// Which commits to list, and in which order: by default HEAD's history,
@@ -34,6 +40,12 @@ pub struct LogQuery {
     pub skip: usize,
     /// At most this many commits, after the filters.
     pub max_count: Option<usize>,
+    /// Every branch, remote-tracking branch and tag, and HEAD, are
+    /// starting points too (`log --all`).
+    pub all: bool,
+    /// Oldest first, once the rest chose the commits (`-n 2 --reverse`
+    /// gives the last two, the older first, as git's).
+    pub reverse: bool,
 }
 
 impl LogQuery {
@@ -56,9 +68,23 @@ impl<'r> History<'r> {
     /// The commits `query` asks for, in its order.
     pub fn log(&self, query: &LogQuery) -> RepoResult<LogCommits<'r>> {
         let rev = query.revision.as_deref().unwrap_or("HEAD");
-        let walk = match self.resolve_range(rev)? {
-            Some(range) => self.walk_between(&range.wants, &range.haves)?,
-            None => self.walk(&[self.resolve(rev)?])?,
+        let walk = match (self.resolve_range(rev)?, query.all) {
+            (Some(range), all) => {
+                let mut wants = range.wants.clone();
+                if all {
+                    wants.extend(self.every_tip()?);
+                }
+                self.walk_between(&wants, &range.haves)?
+            }
+            (None, false) => self.walk(&[self.resolve(rev)?])?,
+            (None, true) => {
+                let mut tips = self.every_tip()?;
+                // HEAD of a new repository names no commit yet: the refs are all there is.
+                if query.revision.is_some() || self.resolve("HEAD").is_ok() {
+                    tips.push(self.resolve(rev)?);
+                }
+                self.walk(&tips)?
+            }
         };
         let mut walk = walk.touching(query.paths.clone());
         if query.follow && query.paths.len() == 1 {
@@ -74,10 +100,84 @@ impl<'r> History<'r> {
             ),
             false => Box::new(walk),
         };
-        Ok(Box::new(
-            ordered
-                .skip(query.skip)
-                .take(query.max_count.unwrap_or(usize::MAX)),
-        ))
+        let chosen = ordered
+            .skip(query.skip)
+            .take(query.max_count.unwrap_or(usize::MAX));
+        Ok(match query.reverse {
+            true => {
+                let mut all = chosen.collect::<RepoResult<Vec<_>>>()?;
+                all.reverse();
+                Box::new(all.into_iter().map(Ok))
+            }
+            false => Box::new(chosen),
+        })
     }
+
+    /// The commits every branch, remote-tracking branch and tag names.
+    fn every_tip(&self) -> RepoResult<Vec<ObjectId>> {
+        let repo = self.repository();
+        let mut tips = Vec::new();
+        for prefix in [BRANCHES, REMOTE_BRANCHES, TAGS] {
+            for (_, id) in repo.refs.list(prefix)? {
+                tips.push(repo.peel(&id)?);
+            }
+        }
+        tips.sort_unstable();
+        tips.dedup();
+        Ok(tips)
+    }
+
+    /// The names beside each commit in `log --decorate`, as git orders
+    /// them: `HEAD` (with the branch it is on) first, then the other
+    /// branches, remote-tracking branches and tags naming it, by full name
+    /// from last to first (git lists them so). An annotated tag stands for
+    /// its commit.
+    pub fn decorations(&self) -> RepoResult<HashMap<ObjectId, Vec<Decoration>>> {
+        let repo = self.repository();
+        let mut names: HashMap<ObjectId, Vec<Decoration>> = HashMap::new();
+        let head_branch = match repo.head()? {
+            Head::Branch(b) => Some(b),
+            Head::Detached(_) => None,
+        };
+        if let Ok(id) = self.resolve("HEAD") {
+            names.entry(id).or_default().push(Decoration::Head {
+                branch: head_branch.clone(),
+            });
+        }
+        let mut refs = Vec::new();
+        for prefix in [BRANCHES, REMOTE_BRANCHES, TAGS] {
+            refs.extend(repo.refs.list(prefix)?);
+        }
+        refs.sort();
+        for (name, id) in refs.into_iter().rev() {
+            if Some(&name) == head_branch.as_ref() {
+                continue;
+            }
+            let kind = if name.starts_with(BRANCHES) {
+                Decoration::Branch(name)
+            } else if name.starts_with(REMOTE_BRANCHES) {
+                Decoration::RemoteBranch(name)
+            } else {
+                Decoration::Tag(name)
+            };
+            names.entry(repo.peel(&id)?).or_default().push(kind);
+        }
+        Ok(names)
+    }
+}
+
+/// A name `log --decorate` shows beside a commit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decoration {
+    /// HEAD, and the branch it is on.
+    Head {
+        /// The branch's full name; None: detached.
+        branch: Option<String>,
+    },
+    /// A branch, by full name.
+    Branch(String),
+    /// A remote-tracking branch, by full name.
+    RemoteBranch(String),
+    /// A tag, by full name.
+    Tag(String),
 }

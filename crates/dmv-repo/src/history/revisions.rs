@@ -2,7 +2,8 @@
 //! command: `HEAD`, `@`, a branch, tag or full ref, an id or a unique
 //! prefix; `NAME@{N}` (the ref's N-th value back in its reflog),
 //! `NAME@{upstream}` / `@{u}`, `@{-1}` and `-` (the branch or commit
-//! checked out before); each followed by any of `~N`, `^` and `^N`; and
+//! checked out before), `ORIG_HEAD` (where the last reset, merge or rebase
+//! moved HEAD from); each followed by any of `~N`, `^` and `^N`; and
 //! the ranges `A..B` and `A...B` for the commands that walk or compare.
 //! An annotated tag stands for its commit (`v1` and `v1^{}` alike).
 
@@ -16,6 +17,10 @@ use crate::repository::repo::Repository;
 /// Where the branch or commit checked out before the current one is kept
 /// (`@{-1}`, `switch -`), in HEAD's own format.
 pub(crate) const PREVIOUS_HEAD: &str = "PREVIOUS_HEAD";
+
+/// Where the commit HEAD was at before the last reset, merge or rebase
+/// moved it (`ORIG_HEAD`), in HEAD's own format.
+pub(crate) const ORIG_HEAD: &str = "ORIG_HEAD";
 
 /// Commits to walk: those `wants` reach that `haves` do not.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -138,6 +143,12 @@ impl Repository {
         Ok(Some(format!("{}/{}", up.remote, up.branch)))
     }
 
+    /// Keeps `at` as `ORIG_HEAD`: where HEAD was before a reset, merge or
+    /// rebase moves it, as git keeps it.
+    pub(crate) fn remember_orig_head(&self, at: ObjectId) -> RepoResult<()> {
+        Head::Detached(at).save(&self.dmv.join(ORIG_HEAD))
+    }
+
     /// What HEAD was before the last switch or checkout that moved it.
     pub(crate) fn previous_head(&self) -> RepoResult<Option<Head>> {
         let path = self.dmv.join(PREVIOUS_HEAD);
@@ -170,6 +181,18 @@ impl Repository {
         }
         if base == "stash" {
             return self.resolve_at(base, "0", rev);
+        }
+        if base == ORIG_HEAD {
+            let path = self.dmv.join(ORIG_HEAD);
+            return match path.exists() {
+                true => match Head::load(&path)? {
+                    Head::Detached(id) => Ok(id),
+                    Head::Branch(_) => Err(unknown()),
+                },
+                false => Err(RepoError::UnknownRevision(format!(
+                    "{rev} (no reset, merge or rebase has moved HEAD here yet)"
+                ))),
+            };
         }
         self.store.resolve_prefix(base)?.ok_or_else(unknown)
     }

@@ -33,6 +33,8 @@ use crate::merge::merge_state::{MergeKind, MergePhase, MergeState};
 use crate::merge::three_way::{same, three_way};
 use crate::paths::clash_with;
 use crate::paths::{show, TEMP_PREFIX};
+use crate::ref_names::{BRANCHES, REMOTE_BRANCHES, TAGS};
+use crate::repository::refs::Head;
 use crate::worktree::checkout::Written;
 use crate::worktree::dirstate::{kind_of, DirEntry, Dirstate, Stat};
 use crate::worktree::status::{current_flat, WorktreeStatus};
@@ -204,6 +206,7 @@ impl Merges<'_> {
         if base == Some(theirs) {
             return Ok(MergeOutcome::UpToDate);
         }
+        self.repository().remember_orig_head(ours)?;
         match (base == Some(ours), ff) {
             (true, FastForward::Allow | FastForward::Only) => {
                 return self.fast_forward(Some(ours), theirs, label, (&status, &ds), progress)
@@ -409,12 +412,37 @@ impl Merges<'_> {
         }
     }
 
-    /// What concludes `state` without `-m`: "Merge LABEL", or the picked commit's message.
+    /// What concludes `state` without `-m`: git's "Merge branch 'LABEL'"
+    /// (see [`Merges::merge_message`]), or the picked commit's message.
     pub(crate) fn default_message(&self, state: &MergeState) -> RepoResult<String> {
         Ok(match state.kind {
-            MergeKind::Merge => format!("Merge {}", state.label),
+            MergeKind::Merge => self.merge_message(&state.label)?,
             MergeKind::CherryPick => self.commit(&state.theirs)?.message,
         })
+    }
+
+    /// A merge commit's message as git writes it: "Merge branch 'side'",
+    /// "Merge remote-tracking branch 'origin/main'", "Merge tag 'v1'" or
+    /// "Merge commit 'LABEL'" for what `label` names, then " into BRANCH"
+    /// unless HEAD's branch is main or master.
+    pub fn merge_message(&self, label: &str) -> RepoResult<String> {
+        let repo = self.repository();
+        let named = match repo.full_ref(label)? {
+            Some(full) if full.starts_with(BRANCHES) => format!("branch '{label}'"),
+            Some(full) if full.starts_with(REMOTE_BRANCHES) => {
+                format!("remote-tracking branch '{label}'")
+            }
+            Some(full) if full.starts_with(TAGS) => format!("tag '{label}'"),
+            _ => format!("commit '{label}'"),
+        };
+        let into = match repo.head()? {
+            Head::Branch(b) => match b.strip_prefix(BRANCHES).unwrap_or(&b) {
+                "main" | "master" => String::new(),
+                other => format!(" into {other}"),
+            },
+            Head::Detached(_) => String::new(),
+        };
+        Ok(format!("Merge {named}{into}"))
     }
 
     /// Commits the staged tree as the merge `state` describes (HEAD and

@@ -305,6 +305,7 @@ impl Merges<'_> {
         {
             return Ok(RebaseOutcome::UpToDate);
         }
+        self.repository().remember_orig_head(orig_head)?;
         let branch = self.history().head_branch()?;
         let state = RebaseState {
             branch,

@@ -47,6 +47,9 @@ impl Repository {
             }
         }
         dmv_store::failpoint("reset-before-ref");
+        if let Some(at) = head {
+            self.remember_orig_head(at)?;
+        }
         self.advance_head(
             head,
             target,
