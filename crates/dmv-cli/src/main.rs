@@ -16,6 +16,7 @@ mod refcmds;
 mod repo_args;
 mod sync;
 mod terminal;
+mod textcmds;
 mod tokens;
 mod watch;
 mod work;
@@ -99,6 +100,16 @@ enum Command {
     Cat(inspect::CatArgs),
     /// List a tree: `dmv ls-tree [-r] REV[:PATH]`.
     LsTree(inspect::LsTreeArgs),
+    /// Show each line of a text file with the commit, author and date that last changed it.
+    Blame(textcmds::BlameArgs),
+    /// Print the lines of tracked files (or of a revision's files) that match a pattern.
+    Grep(textcmds::GrepArgs),
+    /// Name a commit after the nearest tag: TAG, or TAG-COUNT-gID with COUNT commits since.
+    Describe(textcmds::DescribeArgs),
+    /// Summarise history by author: each one's commit subjects, or with -s their counts.
+    Shortlog(textcmds::ShortlogArgs),
+    /// List the ids of the commits revisions reach, newest first (or count them).
+    RevList(textcmds::RevListArgs),
     /// Create, move or delete refs, one at a time or as one transaction (--stdin).
     UpdateRef(refcmds::UpdateRefArgs),
     /// List refs and the ids they point to.
@@ -235,6 +246,11 @@ fn main() -> ExitCode {
         Command::Diff(a) => inspect::diff(a),
         Command::Cat(a) => inspect::cat(a),
         Command::LsTree(a) => inspect::ls_tree(a),
+        Command::Blame(a) => textcmds::blame(a),
+        Command::Grep(a) => textcmds::grep(a),
+        Command::Describe(a) => textcmds::describe(a),
+        Command::Shortlog(a) => textcmds::shortlog(a),
+        Command::RevList(a) => textcmds::rev_list(a),
         Command::UpdateRef(a) => refcmds::update_ref(a),
         Command::ShowRef(a) => refcmds::show_ref(a),
         Command::RevParse(a) => refcmds::rev_parse(a),

@@ -530,6 +530,30 @@ pub enum RepoError {
         /// The name taken.
         path: String,
     },
+    /// A line-by-line reading (blame) of a file that is not text.
+    #[error("{path} is binary (a NUL byte in its first 8,000 bytes): only text files are read line by line")]
+    NotText {
+        /// The file in the repository.
+        path: String,
+    },
+    /// A file to be read whole that is larger than the reader's bound.
+    #[error("{path} is {size} bytes, more than the {limit} read whole at most")]
+    TooLargeToRead {
+        /// The file in the repository.
+        path: String,
+        /// Its size in bytes.
+        size: u64,
+        /// The bound, in bytes.
+        limit: u64,
+    },
+    /// A search pattern that cannot be read.
+    #[error("cannot read the pattern {pattern:?}: {detail}")]
+    BadPattern {
+        /// The pattern as given.
+        pattern: String,
+        /// What is wrong with it.
+        detail: String,
+    },
 }
 
 /// At most ten paths, then how many more.

@@ -40,10 +40,17 @@ pub use atomic::{write_atomic, write_atomic_private, write_atomic_with, write_ca
 pub use dmv_refs;
 pub use error::{RepoError, RepoResult};
 pub use history::archive::ArchiveFormat;
+pub use history::blame::{line_ranges, Blame, BlamedCommit, LineOrigin, MAX_BLAME_BYTES};
 pub use history::branches::Tracking;
+pub use history::describe::Description;
 pub use history::graph::{in_topo_order, CommitInfo, CommitWalk};
+pub use history::grep::{
+    GrepEvent, GrepOptions, GrepPattern, GrepRequest, GrepSink, GrepSummary, PatternSyntax,
+    Searched, MAX_GREP_LINE,
+};
 pub use history::log_query::{Decoration, LogCommits, LogQuery};
 pub use history::object_rules::{check_object, facts_of_content, stored_facts, ObjectFacts};
+pub use history::rev_list::{subject_of, AuthorCommits};
 pub use history::revisions::RevisionRange;
 pub use history::tree;
 pub use history::tree::{diff_flat, Change, ChangeKind, FlatEntry, FlatTree};

@@ -5,7 +5,8 @@
 //!
 //! Read bottom up: `merge_aware`, `autocommit`, `reset`, `revert`, `rebase`, `stash`, `gc`, `checks`, `fsck`, `diff_sides`,
 //! `revision_paths`, `watch_health`, `dropping` (freeing file data safely
-//! against other replicas).
+//! against other replicas), `worktree_grep` (grep over the working tree's
+//! tracked files).
 
 pub(crate) mod autocommit;
 pub(crate) mod checks;
@@ -20,3 +21,4 @@ pub(crate) mod revert;
 pub(crate) mod revision_paths;
 pub(crate) mod stash;
 pub(crate) mod watch_health;
+pub(crate) mod worktree_grep;

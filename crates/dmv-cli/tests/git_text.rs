@@ -1,0 +1,614 @@
+//! git's text commands (blame, grep, describe, shortlog, rev-list)
+//! checked against the `git` binary: a Git repository whose history has
+//! several authors and time zones, a branch merged back, a rename,
+//! annotated and lightweight tags, an empty and a binary file is imported,
+//! and each command's output is compared with git's on the same history.
+//! Ids differ between the two systems, so commits are compared by subject
+//! (each is unique); everything else (lines, numbers, paths, counts, tag
+//! names, authors, dates) is compared as printed.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::*;
+
+/// The first commit's time; each next one is an hour later.
+const START: i64 = 1_700_000_000;
+
+fn git_cmd(dir: &Path, home: &Path) -> Command {
+    let mut c = Command::new("git");
+    c.current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "Ada Lovelace")
+        .env("GIT_AUTHOR_EMAIL", "ada@example.org")
+        .env("GIT_COMMITTER_NAME", "Ada Lovelace")
+        .env("GIT_COMMITTER_EMAIL", "ada@example.org")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", home)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE");
+    c
+}
+
+fn git_out(dir: &Path, args: &[&str]) -> Output {
+    git_cmd(dir, dir).args(args).output().expect("git runs")
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = git_out(dir, args);
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Commits what is staged as `author` (name, email, zone) at the n-th hour.
+fn commit_as(g: &Path, n: i64, author: (&str, &str, &str), subject: &str, extra: &[&str]) {
+    let date = format!("@{} {}", START + n * 3600, author.2);
+    let out = git_cmd(g, g)
+        .args(["commit", "-q", "-m", subject])
+        .args(extra)
+        .env("GIT_AUTHOR_NAME", author.0)
+        .env("GIT_AUTHOR_EMAIL", author.1)
+        .env("GIT_AUTHOR_DATE", &date)
+        .env("GIT_COMMITTER_DATE", &date)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn write(g: &Path, path: &str, text: &[u8]) {
+    let p = g.join(path);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+const ADA: (&str, &str, &str) = ("Ada Lovelace", "ada@example.org", "+0100");
+const BOB: (&str, &str, &str) = ("Bob", "bob@example.org", "-0700");
+const CYD: (&str, &str, &str) = ("Cyd Charisse", "cyd@example.org", "+0530");
+const DEE: (&str, &str, &str) = ("Dee", "dee@example.org", "+0000");
+
+/// main: c1 (tag `base`, lightweight) c2 (v1, annotated) c3 c4 (tag
+/// `light`) M(c4, s2) c5 (poem.txt renamed verse.txt) c6 (v2) c7;
+/// side: s1 s2 from c3.
+fn history(t: &Path) -> (PathBuf, PathBuf) {
+    let g = t.join("g");
+    std::fs::create_dir(&g).unwrap();
+    git(&g, &["init", "-q", "-b", "main"]);
+    let poem = |lines: &[&str]| lines.iter().map(|l| format!("{l}\n")).collect::<String>();
+    let mut verse = vec![
+        "Roses are red",
+        "Violets are blue",
+        "Sugar is sweet",
+        "And so are you",
+        "The end",
+    ];
+    write(&g, "poem.txt", poem(&verse).as_bytes());
+    write(&g, "empty.txt", b"");
+    write(&g, "root.txt", b"alpha one\nbeta\ngamma one\n");
+    write(&g, "bin.dat", b"one\0two\none\n");
+    write(&g, "src/lib.txt", b"fn one() {}\nfn two() {}\n");
+    write(
+        &g,
+        "notes/todo.txt",
+        b"one thing\nTwo things\na+b = c\nsomeone\n",
+    );
+    git(&g, &["add", "."]);
+    commit_as(&g, 1, ADA, "Start the poem", &[]);
+    git(&g, &["tag", "base"]);
+    verse[1] = "Violets are green";
+    verse.push("P.S. one more");
+    write(&g, "poem.txt", poem(&verse).as_bytes());
+    git(&g, &["add", "."]);
+    commit_as(&g, 2, BOB, "Blue to green", &[]);
+    git(&g, &["tag", "-a", "v1", "-m", "First release"]);
+    verse.insert(3, "In the middle");
+    verse.insert(4, "one line more");
+    write(&g, "poem.txt", poem(&verse).as_bytes());
+    write(
+        &g,
+        "src/lib.txt",
+        b"fn one() {}\nfn two() {}\nfn three_one() {}\n",
+    );
+    git(&g, &["add", "."]);
+    commit_as(&g, 3, ADA, "Add a middle", &[]);
+    git(&g, &["checkout", "-q", "-b", "side"]);
+    let mut side = verse.clone();
+    side[2] = "Sugar is sweeter";
+    write(&g, "poem.txt", poem(&side).as_bytes());
+    git(&g, &["add", "."]);
+    commit_as(&g, 4, CYD, "Sweeter", &[]);
+    write(&g, "side.txt", b"one side\n");
+    git(&g, &["add", "."]);
+    commit_as(&g, 5, CYD, "Side notes", &[]);
+    git(&g, &["checkout", "-q", "main"]);
+    let last = verse.len() - 1;
+    verse[last] = "P.S. the end, again";
+    write(&g, "poem.txt", poem(&verse).as_bytes());
+    git(&g, &["add", "."]);
+    commit_as(&g, 6, BOB, "The end, again", &[]);
+    git(&g, &["tag", "light"]);
+    let date = format!("@{} +0100", START + 7 * 3600);
+    let out = git_cmd(&g, &g)
+        .args([
+            "merge",
+            "-q",
+            "--no-ff",
+            "-m",
+            "Merge branch 'side'",
+            "side",
+        ])
+        .env("GIT_AUTHOR_DATE", &date)
+        .env("GIT_COMMITTER_DATE", &date)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    git(&g, &["mv", "poem.txt", "verse.txt"]);
+    commit_as(&g, 8, ADA, "Rename the poem", &[]);
+    let mut text = std::fs::read_to_string(g.join("verse.txt")).unwrap();
+    text = text.replacen("Roses are red", "Roses are crimson", 1);
+    write(&g, "verse.txt", text.as_bytes());
+    git(&g, &["add", "."]);
+    commit_as(&g, 9, DEE, "Polish the verse", &[]);
+    git(&g, &["tag", "-a", "v2", "-m", "Second release"]);
+    text.push_str("one last line\n");
+    write(&g, "verse.txt", text.as_bytes());
+    git(&g, &["add", "."]);
+    commit_as(&g, 10, ADA, "One more line", &[]);
+    let d = t.join("d");
+    dmv(t, &["init", d.to_str().unwrap()]);
+    dmv(&d, &["import", "git", g.to_str().unwrap()]);
+    (g, d)
+}
+
+/// Each commit's subject by its id, in git and in DMV.
+fn subjects(g: &Path, d: &Path) -> (HashMap<String, String>, HashMap<String, String>) {
+    let read = |text: String| {
+        text.lines()
+            .filter_map(|l| l.split_once(' '))
+            .map(|(id, s)| (id.to_string(), s.to_string()))
+            .collect::<HashMap<_, _>>()
+    };
+    let git_ids = read(git(g, &["log", "--format=%H %s", "main", "side"]));
+    let mut dmv_ids = read(dmv(d, &["log", "--format=%H %s", "main"]));
+    dmv_ids.extend(read(dmv(d, &["log", "--format=%H %s", "side"])));
+    assert_eq!(git_ids.len(), 10);
+    assert_eq!(dmv_ids.len(), 10);
+    (git_ids, dmv_ids)
+}
+
+/// One line of `blame --porcelain`: its commit's subject, the line's
+/// number there and now, the length of the group it starts (if it does),
+/// and the line.
+type PorcelainLine = (String, String, String, Option<String>, String);
+
+/// A porcelain blame read back: the lines, and each commit's fields (in
+/// the order given, ids as subjects) by subject.
+fn porcelain(
+    text: &str,
+    ids: &HashMap<String, String>,
+) -> (Vec<PorcelainLine>, HashMap<String, Vec<String>>) {
+    let mut lines = Vec::new();
+    let mut commits: HashMap<String, Vec<String>> = HashMap::new();
+    let mut current = String::new();
+    for line in text.lines() {
+        if let Some(content) = line.strip_prefix('\t') {
+            let last: &mut PorcelainLine = lines.last_mut().unwrap();
+            last.4 = content.to_string();
+            continue;
+        }
+        let words: Vec<&str> = line.split(' ').collect();
+        if let Some(subject) = ids.get(words[0]).filter(|_| words.len() >= 3) {
+            current = subject.clone();
+            lines.push((
+                subject.clone(),
+                words[1].to_string(),
+                words[2].to_string(),
+                words.get(3).map(|s| s.to_string()),
+                String::new(),
+            ));
+            continue;
+        }
+        // A field of the commit: a previous commit's id is shown by its subject.
+        let field = match line.strip_prefix("previous ") {
+            Some(rest) => {
+                let (id, path) = rest.split_once(' ').unwrap();
+                format!("previous {} {path}", ids[id])
+            }
+            None => line.to_string(),
+        };
+        commits.entry(current.clone()).or_default().push(field);
+    }
+    (lines, commits)
+}
+
+#[test]
+fn blame_names_the_lines_as_git_does() {
+    let t = tempfile::tempdir().unwrap();
+    let (g, d) = history(t.path());
+    let (git_ids, dmv_ids) = subjects(&g, &d);
+    let cases: &[&[&str]] = &[
+        &["verse.txt"],
+        &["HEAD", "--", "verse.txt"],
+        &["HEAD~1", "verse.txt"],
+        &["v1", "--", "poem.txt"],
+        &["light", "poem.txt"],
+        &["side", "poem.txt"],
+        &["src/lib.txt"],
+        // Added in the root commit: every line a boundary's.
+        &["root.txt"],
+        &["empty.txt"],
+    ];
+    for args in cases {
+        let git_text = git(&g, &[&["blame", "--porcelain"], *args].concat());
+        let dmv_text = dmv(&d, &[&["blame", "--porcelain"], *args].concat());
+        let (git_lines, git_commits) = porcelain(&git_text, &git_ids);
+        let (dmv_lines, dmv_commits) = porcelain(&dmv_text, &dmv_ids);
+        assert_eq!(
+            dmv_lines, git_lines,
+            "blame --porcelain {args:?}\n{dmv_text}"
+        );
+        assert_eq!(dmv_commits, git_commits, "blame --porcelain {args:?}");
+        // The default format: the same after each line's id (authors,
+        // dates in their zones, line numbers, a file-name column after the rename).
+        let split = |text: String| -> Vec<(bool, String, String)> {
+            text.lines()
+                .map(|l| {
+                    let (id, rest) = l.split_once(' ').unwrap();
+                    let boundary = id.starts_with('^');
+                    (
+                        boundary,
+                        id.trim_start_matches('^').to_string(),
+                        rest.to_string(),
+                    )
+                })
+                .collect()
+        };
+        let git_plain = split(git(&g, &[&["blame"], *args].concat()));
+        let dmv_plain = split(dmv(&d, &[&["blame"], *args].concat()));
+        assert_eq!(git_plain.len(), dmv_plain.len(), "blame {args:?}");
+        for ((gb, gid, grest), (db, did, drest)) in git_plain.iter().zip(&dmv_plain) {
+            assert_eq!((db, drest), (gb, grest), "blame {args:?}");
+            let subject = |ids: &HashMap<String, String>, short: &str| {
+                let found: Vec<&String> = ids
+                    .iter()
+                    .filter(|(id, _)| id.starts_with(short))
+                    .map(|(_, s)| s)
+                    .collect();
+                assert_eq!(found.len(), 1, "{short}");
+                found[0].clone()
+            };
+            assert_eq!(
+                subject(&dmv_ids, did),
+                subject(&git_ids, gid),
+                "blame {args:?}"
+            );
+            // DMV's short id and one digit more, or `^` and the short id, as git's are.
+            assert_eq!(did.len(), if *db { 12 } else { 13 }, "{did}");
+        }
+    }
+    // The history walked at a merge goes into each side: the side's line is Cyd's.
+    let plain = dmv(&d, &["blame", "verse.txt"]);
+    assert!(
+        plain
+            .lines()
+            .any(|l| l.contains("Cyd Charisse") && l.ends_with("Sugar is sweeter")),
+        "{plain}"
+    );
+    // What git refuses, DMV refuses; a binary file is refused in one line (git blames it).
+    for bad in [
+        &["blame", "nowhere.txt"][..],
+        &["blame", "src"],
+        &["blame", "bin.dat"],
+    ] {
+        let out = dmv_out(&d, bad);
+        assert_eq!(out.status.code(), Some(128), "{bad:?}");
+        let said = stderr(&out);
+        assert_eq!(said.lines().count(), 1, "{said}");
+        assert!(!said.contains("panicked"), "{said}");
+    }
+    assert!(stderr(&dmv_out(&d, &["blame", "bin.dat"])).contains("binary"));
+    assert!(!git_out(&g, &["blame", "nowhere.txt"]).status.success());
+}
+
+#[test]
+fn grep_prints_what_git_grep_prints() {
+    let t = tempfile::tempdir().unwrap();
+    let (g, d) = history(t.path());
+    let cases: &[&[&str]] = &[
+        &["one"],
+        &["-n", "one"],
+        &["-i", "TWO"],
+        &["-l", "one"],
+        &["-c", "one"],
+        &["-w", "one"],
+        &["-F", "a+b"],
+        &["a+b"],
+        &["-E", "fn (one|two)"],
+        &["fn \\(one\\|two\\)"],
+        &["-G", "o\\+n"],
+        &["-E", "^[[:upper:]]"],
+        &["-n", "-w", "-i", "ONE"],
+        &["-n", "one", "HEAD~3"],
+        &["-c", "one", "v1"],
+        &["-l", "one", "v1", "side"],
+        &["one", "--", "src"],
+        &["-n", "one", "HEAD", "--", "notes", "src"],
+        &["-n", "Sugar", "side", "--", "poem.txt"],
+        &["one", "src", "notes/todo.txt"],
+        // A pattern that matches nothing: no output, and exit 1.
+        &["no such words anywhere"],
+        &["-c", "no such words", "HEAD"],
+    ];
+    for args in cases {
+        let want = git_out(&g, &[&["grep"], *args].concat());
+        let got = dmv_out(&d, &[&["grep"], *args].concat());
+        assert_eq!(
+            String::from_utf8_lossy(&got.stdout),
+            String::from_utf8_lossy(&want.stdout),
+            "grep {args:?}: {}",
+            stderr(&got)
+        );
+        assert_eq!(got.status.code(), want.status.code(), "grep {args:?}");
+    }
+    // From a folder: only what is under it unless told, paths relative to it.
+    for args in [
+        &["grep", "one"][..],
+        &["grep", "-n", "one", ".."],
+        &["grep", "one", "HEAD"],
+    ] {
+        let want = git_out(&g.join("src"), args);
+        let got = dmv_out(&d.join("src"), args);
+        assert_eq!(
+            String::from_utf8_lossy(&got.stdout),
+            String::from_utf8_lossy(&want.stdout),
+            "{args:?} in src: {}",
+            stderr(&got)
+        );
+    }
+    // The working tree's files as they are now, not as committed.
+    std::fs::write(g.join("root.txt"), "changed one\n").unwrap();
+    std::fs::write(d.join("root.txt"), "changed one\n").unwrap();
+    assert_eq!(dmv(&d, &["grep", "changed"]), git(&g, &["grep", "changed"]));
+    // A pattern that cannot be read is refused in one line.
+    let out = dmv_out(&d, &["grep", "-E", "a("]);
+    assert_eq!(out.status.code(), Some(128));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+}
+
+#[test]
+fn describe_names_commits_after_the_tags_git_names_them_by() {
+    let t = tempfile::tempdir().unwrap();
+    let (g, d) = history(t.path());
+    let revs = [
+        "HEAD", "HEAD~1", "HEAD~2", "HEAD~3", "side", "side~1", "light", "v1", "main~4",
+    ];
+    let flags: &[&[&str]] = &[
+        &[],
+        &["--tags"],
+        &["--long"],
+        &["--tags", "--long"],
+        &["--abbrev=0"],
+    ];
+    // TAG-COUNT-gID: the tag and the count compared, the id's length DMV's.
+    let parts = |text: &str| -> (String, Option<String>) {
+        let text = text.trim();
+        let mut pieces: Vec<&str> = text.rsplitn(3, '-').collect();
+        if pieces.len() == 3 && pieces[0].starts_with('g') && pieces[1].parse::<u32>().is_ok() {
+            pieces.reverse();
+            (pieces[0].to_string(), Some(pieces[1].to_string()))
+        } else {
+            (text.to_string(), None)
+        }
+    };
+    for rev in revs {
+        for flag in flags {
+            let args = [&["describe"], *flag, &[rev]].concat();
+            let want = git(&g, &args);
+            let got = dmv(&d, &args);
+            assert_eq!(parts(&got), parts(&want), "{args:?}: {got} vs {want}");
+            if let Some((_, id)) = got.trim().rsplit_once("-g") {
+                assert_eq!(id.len(), 12, "{got}");
+            }
+        }
+    }
+    let got = dmv(&d, &["describe", "--abbrev=5"]);
+    assert!(
+        got.trim()
+            .ends_with(&format!("-g{}", &dmv(&d, &["rev-parse", "HEAD"])[..5])),
+        "{got}"
+    );
+    // The root commit has only a lightweight tag: refused as git refuses, unless --tags.
+    for (args, code) in [
+        (&["describe", "base"][..], 128),
+        (&["describe", "--tags", "base"], 0),
+    ] {
+        let want = git_out(&g, args);
+        let got = dmv_out(&d, args);
+        assert_eq!(got.status.code(), Some(code), "{args:?}: {}", stderr(&got));
+        assert_eq!(want.status.code(), Some(code), "{args:?}");
+        if code == 0 {
+            assert_eq!(got.stdout, want.stdout);
+        } else {
+            assert!(stderr(&got).contains("try --tags"), "{}", stderr(&got));
+        }
+    }
+    // No tag at all: an error as git's, unless --always (then the short id).
+    let plain = t.path().join("plain");
+    std::fs::create_dir(&plain).unwrap();
+    git(&plain, &["init", "-q", "-b", "main"]);
+    write(&plain, "a", b"a\n");
+    git(&plain, &["add", "."]);
+    commit_as(&plain, 1, ADA, "Only", &[]);
+    let p = t.path().join("p");
+    dmv(t.path(), &["init", p.to_str().unwrap()]);
+    dmv(&p, &["import", "git", plain.to_str().unwrap()]);
+    let want = git_out(&plain, &["describe"]);
+    let got = dmv_out(&p, &["describe"]);
+    assert_eq!(want.status.code(), Some(128));
+    assert_eq!(got.status.code(), Some(128));
+    assert!(stderr(&got).contains("No names found"), "{}", stderr(&got));
+    let always = dmv(&p, &["describe", "--always"]);
+    assert_eq!(always.trim(), &dmv(&p, &["rev-parse", "HEAD"])[..12]);
+    assert!(git_out(&plain, &["describe", "--always"]).status.success());
+}
+
+#[test]
+fn shortlog_groups_commits_by_author_as_git_does() {
+    let t = tempfile::tempdir().unwrap();
+    let (g, d) = history(t.path());
+    let cases: &[&[&str]] = &[
+        &["HEAD"],
+        &["-s", "HEAD"],
+        &["-n", "HEAD"],
+        &["-s", "-n", "HEAD"],
+        &["-e", "HEAD"],
+        &["-s", "-n", "-e", "HEAD"],
+        &["v1..HEAD"],
+        &["-s", "side"],
+        &["main..side"],
+        // Nothing in the range: nothing printed.
+        &["HEAD..HEAD"],
+    ];
+    for args in cases {
+        let args = [&["shortlog"], *args].concat();
+        assert_eq!(dmv(&d, &args), git(&g, &args), "{args:?}");
+    }
+    // Without a revision, HEAD's history (git reads a log from stdin when it is not a terminal).
+    assert_eq!(
+        dmv(&d, &["shortlog", "-s"]),
+        git(&g, &["shortlog", "-s", "HEAD"])
+    );
+}
+
+#[test]
+fn rev_list_lists_the_commits_git_lists() {
+    let t = tempfile::tempdir().unwrap();
+    let (g, d) = history(t.path());
+    let (git_ids, dmv_ids) = subjects(&g, &d);
+    let cases: &[&[&str]] = &[
+        &["HEAD"],
+        &["side"],
+        &["main..side"],
+        &["side..main"],
+        &["side...main"],
+        &["^v1", "HEAD"],
+        &["--all"],
+        &["--max-count=3", "HEAD"],
+        &["--reverse", "HEAD"],
+        &["--reverse", "--max-count=2", "HEAD"],
+        &["-n", "4", "--all"],
+        // An empty range.
+        &["HEAD..HEAD"],
+    ];
+    for args in cases {
+        let args = [&["rev-list"], *args].concat();
+        let names = |text: String, ids: &HashMap<String, String>| -> Vec<String> {
+            text.lines().map(|id| ids[id].clone()).collect()
+        };
+        assert_eq!(
+            names(dmv(&d, &args), &dmv_ids),
+            names(git(&g, &args), &git_ids),
+            "{args:?}"
+        );
+        let count = [args.clone(), vec!["--count"]].concat();
+        assert_eq!(dmv(&d, &count), git(&g, &count), "{count:?}");
+    }
+    // No revision: a usage error, as git's.
+    assert_eq!(dmv_out(&d, &["rev-list"]).status.code(), Some(129));
+    assert_eq!(git_out(&g, &["rev-list"]).status.code(), Some(129));
+}
+
+#[test]
+fn a_partial_replica_greps_what_it_holds_and_blames_by_fetching() {
+    let t = tempfile::tempdir().unwrap();
+    let (_, d) = history(t.path());
+    let src = d.to_str().unwrap();
+    let out = dmv_out(t.path(), &["clone", "--slice", "paths:src", src, "part"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let part = t.path().join("part");
+    for args in [&["grep", "one"][..], &["grep", "-n", "one", "HEAD"]] {
+        let got = dmv_out(&part, args);
+        let want = dmv(&d, &[args, &["--", "src"]].concat());
+        assert_eq!(String::from_utf8_lossy(&got.stdout), want, "{args:?}");
+        let warned = stderr(&got);
+        assert_eq!(warned.lines().count(), 1, "{warned}");
+        assert!(
+            warned.contains("not in this replica were not searched"),
+            "{warned}"
+        );
+    }
+    // blame fetches the versions it reads.
+    assert_eq!(
+        dmv(&part, &["blame", "verse.txt"]),
+        dmv(&d, &["blame", "verse.txt"])
+    );
+}
+
+#[test]
+fn blame_and_grep_keep_to_their_budgets() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().join("d");
+    dmv(t.path(), &["init", d.to_str().unwrap()]);
+    // A file one byte past blame's bound, and one whose second line is one byte past grep's.
+    let big = vec![b'a'; (64 << 20) + 1];
+    std::fs::write(d.join("big.txt"), &big).unwrap();
+    let mut long = b"needle\n".to_vec();
+    long.extend(std::iter::repeat_n(b'x', (64 << 20) + 1));
+    long.extend(b"\nneedle\n");
+    std::fs::write(d.join("long.txt"), &long).unwrap();
+    std::fs::write(d.join("small.txt"), "needle\n").unwrap();
+    dmv(&d, &["add", "."]);
+    dmv(&d, &["commit", "-m", "Large"]);
+    let out = dmv_out(&d, &["blame", "big.txt"]);
+    assert_eq!(out.status.code(), Some(128));
+    let said = stderr(&out);
+    assert_eq!(said.lines().count(), 1, "{said}");
+    assert!(said.contains("more than the 67108864"), "{said}");
+    assert!(out.stdout.is_empty());
+    for args in [&["grep", "needle"][..], &["grep", "needle", "HEAD"]] {
+        let out = dmv_out(&d, args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        let prefix = if args.len() == 3 { "HEAD:" } else { "" };
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            format!("{prefix}long.txt:needle\n{prefix}small.txt:needle\n")
+        );
+        // big.txt is one line past the bound too: each such file named, once.
+        let warned = stderr(&out);
+        assert_eq!(warned.lines().count(), 2, "{warned}");
+        for file in ["big.txt", "long.txt"] {
+            assert!(
+                warned.contains(&format!("{prefix}{file} has a line longer than 64 MiB")),
+                "{warned}"
+            );
+        }
+    }
+}
+
+#[test]
+fn each_help_says_what_the_command_does_first() {
+    let t = tempfile::tempdir().unwrap();
+    for (command, first) in [
+        ("blame", "Show each line of a text file"),
+        ("grep", "Print the lines of tracked files"),
+        ("describe", "Name a commit after the nearest tag"),
+        ("shortlog", "Summarise history by author"),
+        ("rev-list", "List the ids of the commits"),
+    ] {
+        let help = dmv(t.path(), &[command, "--help"]);
+        assert!(help.starts_with(first), "{command}: {help}");
+    }
+}
