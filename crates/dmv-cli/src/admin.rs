@@ -276,9 +276,12 @@ pub struct ConfigArgs {
     /// The user's settings for all their repositories (in $XDG_CONFIG_HOME/dmv/config).
     #[arg(long)]
     global: bool,
-    /// Every setting that is set.
+    /// Every setting that is set: the global ones, then (in a repository) its own, which win.
     #[arg(short, long, conflicts_with_all = ["unset", "key"])]
     list: bool,
+    /// With --list, where each setting comes from (`file:PATH`, as git).
+    #[arg(long, requires = "list")]
+    show_origin: bool,
     /// Remove the setting.
     #[arg(long, requires = "key", conflicts_with = "value")]
     unset: bool,
@@ -293,7 +296,7 @@ pub fn config(a: ConfigArgs) -> Result<u8> {
     if a.global {
         let settings = dmv_repo::GlobalSettings::load()?;
         return match (a.list, a.key, a.value) {
-            (true, _, _) => print_settings(settings.list()),
+            (true, _, _) => print_settings(settings.list(), a.show_origin.then(global_origin)),
             (_, Some(key), _) if a.unset => {
                 Ok(dmv_repo::GlobalSettings::set(&key, None).map(|_| 0)?)
             }
@@ -306,9 +309,23 @@ pub fn config(a: ConfigArgs) -> Result<u8> {
             }
         };
     }
+    // As git's --list outside a repository: the global settings alone.
+    if a.list && !a.global && open_repo().is_err() {
+        let settings = dmv_repo::GlobalSettings::load()?;
+        return print_settings(settings.list(), a.show_origin.then(global_origin));
+    }
     let mut repo = open_repo()?;
     match (a.list, a.key, a.value) {
-        (true, _, _) => print_settings(repo.settings()),
+        (true, _, _) => {
+            print_settings(
+                dmv_repo::GlobalSettings::load()?.list(),
+                a.show_origin.then(global_origin),
+            )?;
+            print_settings(
+                repo.settings(),
+                a.show_origin.then(|| "file:.dmv/config".into()),
+            )
+        }
         (_, Some(key), _) if a.unset => Ok(repo.set_setting(&key, None).map(|_| 0)?),
         (_, Some(key), Some(value)) => Ok(repo.set_setting(&key, Some(&value)).map(|_| 0)?),
         (_, Some(key), None) => print_value(repo.setting(&key)?),
@@ -318,11 +335,22 @@ pub fn config(a: ConfigArgs) -> Result<u8> {
     }
 }
 
-fn print_settings(list: Vec<(&str, String)>) -> Result<u8> {
+fn print_settings(list: Vec<(&str, String)>, origin: Option<String>) -> Result<u8> {
     for (key, value) in list {
-        println!("{key}={value}");
+        match &origin {
+            Some(origin) => println!("{origin}\t{key}={value}"),
+            None => println!("{key}={value}"),
+        }
     }
     Ok(0)
+}
+
+/// `file:PATH` of the global settings, as `--show-origin` names it.
+fn global_origin() -> String {
+    format!(
+        "file:{}",
+        dmv_repo::global_path().unwrap_or_default().display()
+    )
 }
 
 fn print_value(value: Option<String>) -> Result<u8> {

@@ -29,6 +29,9 @@ pub struct MergeArgs {
     /// Only move the branch forward: refuse when a merge commit would be needed.
     #[arg(long = "ff-only")]
     ff_only: bool,
+    /// The merge commit's message (default: git's "Merge branch 'NAME'").
+    #[arg(short, long, conflicts_with = "abort")]
+    message: Vec<String>,
     #[command(flatten)]
     quiet: Quiet,
 }
@@ -56,7 +59,8 @@ pub fn merge(a: MergeArgs) -> Result<u8> {
         (_, true) => dmv_repo::FastForward::Only,
         _ => dmv_repo::FastForward::Allow,
     };
-    let outcome = dmv_sync::merge(&repo, theirs, &rev, ff, &p)?;
+    let message = (!a.message.is_empty()).then(|| a.message.join("\n\n"));
+    let outcome = dmv_sync::merge(&repo, theirs, &rev, ff, message.as_deref(), &p)?;
     p.finish();
     // Quiet, as pull's: conflicts still need saying, they leave work to do.
     if quiet && !matches!(outcome, MergeOutcome::Conflicts(_)) {

@@ -231,6 +231,13 @@ pub struct RevParseArgs {
     /// Print the top folder of the working tree.
     #[arg(long)]
     show_toplevel: bool,
+    /// Print the repository's own folder (`.dmv`, as git prints `.git`:
+    /// relative from the top folder, else whole).
+    #[arg(long, alias = "dmv-dir")]
+    git_dir: bool,
+    /// Print `true` in a working tree, `false` in a bare repository.
+    #[arg(long)]
+    is_inside_work_tree: bool,
     /// Exactly one revision, which must resolve.
     #[arg(long)]
     verify: bool,
@@ -239,6 +246,21 @@ pub struct RevParseArgs {
 /// `git rev-parse`'s everyday uses: ids of revisions for scripts, the current branch, the top folder.
 pub fn rev_parse(a: RevParseArgs) -> Result<u8> {
     let repo = open_repo()?;
+    if a.git_dir {
+        let here = std::env::current_dir()
+            .ok()
+            .and_then(|d| dmv_os::canonicalize(&d).ok());
+        match here.as_deref() == repo.dmv.parent() {
+            true => println!(
+                "{}",
+                std::path::Path::new(repo.dmv.file_name().unwrap_or_default()).display()
+            ),
+            false => println!("{}", repo.dmv.display()),
+        }
+    }
+    if a.is_inside_work_tree {
+        println!("{}", repo.require_worktree().is_ok());
+    }
     if a.show_toplevel {
         repo.require_worktree()?;
         println!("{}", repo.root.display());

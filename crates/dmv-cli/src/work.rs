@@ -29,6 +29,9 @@ pub struct InitArgs {
     /// No working tree: a repository for others to push to.
     #[arg(long)]
     bare: bool,
+    /// The first branch's name (default: the global init.defaultBranch, else main).
+    #[arg(short = 'b', long = "initial-branch", value_name = "NAME")]
+    initial_branch: Option<String>,
     #[command(flatten)]
     quiet: Quiet,
 }
@@ -41,7 +44,18 @@ pub fn init(a: InitArgs) -> Result<u8> {
         avg: a.chunk_avg,
         max: a.chunk_max,
     };
-    let repo = Repository::init_with(&path, params, a.bare)?;
+    let first = match a.initial_branch {
+        Some(name) => Some(name),
+        None => dmv_repo::GlobalSettings::load()?.get("init.defaultBranch"),
+    };
+    let repo = Repository::init_set_up(&path, params, a.bare, |dmv, _| match &first {
+        Some(name) => {
+            let full = branch_ref(name);
+            dmv_repo::validate_ref_name(&full)?;
+            Head::Branch(full).save(&dmv.join("HEAD"))
+        }
+        None => Ok(()),
+    })?;
     if !quiet {
         println!("Initialized empty dmv repository in {}", repo.dmv.display());
     }
@@ -396,11 +410,19 @@ impl<W: Write> ShortLines<'_, W> {
 #[derive(Args)]
 pub struct AddArgs {
     /// Files or directories to stage (`.` for everything).
-    #[arg(required = true)]
+    #[arg(required_unless_present_any = ["update", "all"])]
     paths: Vec<PathBuf>,
-    /// Add files named here even if a .dmvignore rule leaves them out.
+    /// Add files named here even if an ignore rule leaves them out.
     #[arg(short, long)]
     force: bool,
+    /// Stage the changes and deletions of tracked files only, no new file
+    /// (all of them, or those under PATHS).
+    #[arg(short, long, conflicts_with = "all")]
+    update: bool,
+    /// Stage every new, changed and deleted file of the whole working tree
+    /// (or under PATHS), wherever you are in it.
+    #[arg(short = 'A', long)]
+    all: bool,
     #[command(flatten)]
     quiet: Quiet,
 }
@@ -408,19 +430,23 @@ pub struct AddArgs {
 pub fn add(a: AddArgs) -> Result<u8> {
     a.quiet.apply();
     let repo = open_worktree()?;
-    let specs = repo_paths(&repo, &a.paths)?;
+    // As git's `add -u` and `add -A` without paths: the whole tree, not the current folder.
+    let specs = match a.paths.is_empty() {
+        true => vec![Vec::new()],
+        false => repo_paths(&repo, &a.paths)?,
+    };
     if !a.force {
         let ignored = repo.worktree().ignored_paths(&specs)?;
         if !ignored.is_empty() {
             let names: Vec<String> = ignored.iter().map(|p| show_path(p)).collect();
             bail!(
-                "a .dmvignore rule leaves out {}: `dmv add -f` adds it anyway",
+                "an ignore rule (.gitignore or .dmvignore) leaves out {}: `dmv add -f` adds it anyway",
                 names.join(", ")
             );
         }
     }
     let p = Bar::new("adding");
-    repo.add_settling(&specs, &p)?;
+    repo.add_settling_with(&specs, a.update, &p)?;
     Ok(0)
 }
 
@@ -429,15 +455,25 @@ pub struct RmArgs {
     /// Only unstage; keep the files in the working tree.
     #[arg(long)]
     cached: bool,
+    /// Accepted as git takes it: a folder named is always removed whole.
+    #[arg(short = 'r')]
+    recursive: bool,
+    #[command(flatten)]
+    quiet: Quiet,
     #[arg(required = true)]
     paths: Vec<PathBuf>,
 }
 
 pub fn rm(a: RmArgs) -> Result<u8> {
+    // git refuses a folder without -r; DMV removes a folder named either way.
+    let _ = a.recursive;
     let repo = open_worktree()?;
     let specs = repo_paths(&repo, &a.paths)?;
+    let quiet = a.quiet.apply();
     for p in repo.rm_settling(&specs, a.cached)? {
-        println!("rm '{}'", show_path(&p));
+        if !quiet {
+            println!("rm '{}'", show_path(&p));
+        }
     }
     Ok(0)
 }
@@ -480,6 +516,9 @@ pub struct CommitArgs {
     /// cherry-pick's) without opening the editor.
     #[arg(long)]
     no_edit: bool,
+    /// Make the commit even when nothing changed (a marker in the history).
+    #[arg(long)]
+    allow_empty: bool,
 }
 
 /// Whether a commit would record anything: something staged, or with `-a` a tracked file changed.
@@ -639,6 +678,12 @@ pub struct ResetArgs {
     hard: bool,
     /// The commit to move to (default HEAD).
     rev: Option<String>,
+    /// Paths to unstage instead, back to their version in REV (default
+    /// HEAD): `reset HEAD FILE`, `reset -- FILE`, as `restore --staged`.
+    paths: Vec<PathBuf>,
+    /// Paths after `--`.
+    #[arg(last = true, hide = true)]
+    after_dashes: Vec<PathBuf>,
     #[command(flatten)]
     quiet: Quiet,
 }
@@ -646,7 +691,34 @@ pub struct ResetArgs {
 pub fn reset(a: ResetArgs) -> Result<u8> {
     let quiet = a.quiet.apply();
     let repo = open_worktree()?;
-    let target = repo.resolve(a.rev.as_deref().unwrap_or("HEAD"))?;
+    // As git: a first word that names no revision but a path is a path.
+    let (rev, mut paths) = match a.rev {
+        Some(r)
+            if a.paths.is_empty()
+                && a.after_dashes.is_empty()
+                && repo.resolve(&r).is_err()
+                && std::path::Path::new(&r).exists() =>
+        {
+            (None, vec![PathBuf::from(r)])
+        }
+        r => (r, a.paths),
+    };
+    paths.extend(a.after_dashes);
+    let target = repo.resolve(rev.as_deref().unwrap_or("HEAD"))?;
+    if !paths.is_empty() {
+        if a.soft || a.hard {
+            bail!("cannot do a {} reset with paths (as in git): `dmv restore --staged PATH` unstages, `dmv restore --source REV PATH` brings a file back", if a.soft { "soft" } else { "hard" });
+        }
+        let specs = repo_paths(&repo, &paths)?;
+        dmv_sync::restore(
+            &repo,
+            &specs,
+            Some(target),
+            true,
+            &crate::progress::Phases::default(),
+        )?;
+        return Ok(0);
+    }
     let mode = match (a.soft, a.hard) {
         (true, _) => dmv_repo::ResetMode::Soft,
         (_, true) => dmv_repo::ResetMode::Hard,
@@ -856,7 +928,7 @@ pub fn commit(a: CommitArgs) -> Result<u8> {
     if message.is_none()
         && !a.amend
         && repo.merges().merge_state()?.is_none()
-        && has_something_to_commit(&repo, a.all)?
+        && (a.allow_empty || has_something_to_commit(&repo, a.all)?)
     {
         // No message to keep: git's word for an empty one.
         if a.no_edit {
@@ -877,6 +949,7 @@ pub fn commit(a: CommitArgs) -> Result<u8> {
         message: message.as_deref(),
         all: a.all,
         amend: a.amend,
+        allow_empty: a.allow_empty,
     };
     let p = Bar::new("adding");
     let (check, committed) = dmv_sync::commit(&repo, &request, &p)?;
@@ -959,6 +1032,12 @@ pub struct BranchArgs {
     /// List the remote-tracking branches too.
     #[arg(short = 'a', long = "all")]
     all: bool,
+    /// List the remote-tracking branches only.
+    #[arg(short = 'r', long = "remotes", conflicts_with = "all")]
+    remotes: bool,
+    /// Print the branch HEAD is on (nothing when detached).
+    #[arg(long, conflicts_with_all = ["all", "remotes", "delete", "rename"])]
+    show_current: bool,
     /// With each branch, its commit and that commit's subject.
     #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
     verbose: u8,
@@ -968,11 +1047,20 @@ pub struct BranchArgs {
 
 pub fn branch(a: BranchArgs) -> Result<u8> {
     let repo = open_repo()?;
+    if a.show_current {
+        if let Head::Branch(b) = repo.head()? {
+            println!("{}", b.strip_prefix(BRANCHES).unwrap_or(&b));
+        }
+        return Ok(0);
+    }
     match (a.name, a.delete || a.force_delete, a.rename) {
         (None, _, _) => {
             let current = repo.history().head_branch()?;
-            let mut list = repo.refs.list(BRANCHES)?;
-            if a.all {
+            let mut list = match a.remotes {
+                true => Vec::new(),
+                false => repo.refs.list(BRANCHES)?,
+            };
+            if a.all || a.remotes {
                 list.extend(repo.refs.list(REMOTE_BRANCHES)?);
             }
             if a.json {
@@ -982,9 +1070,12 @@ pub fn branch(a: BranchArgs) -> Result<u8> {
                     .collect();
                 println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
-                let shown = |n: &str| {
-                    n.strip_prefix(BRANCHES)
-                        .map_or_else(|| n.trim_start_matches("refs/").to_string(), str::to_string)
+                // As git: `-r` names a remote branch `origin/main`, `-a` `remotes/origin/main`.
+                let shown = |n: &str| match a.remotes {
+                    true => n.trim_start_matches(REMOTE_BRANCHES).to_string(),
+                    false => n
+                        .strip_prefix(BRANCHES)
+                        .map_or_else(|| n.trim_start_matches("refs/").to_string(), str::to_string),
                 };
                 let width = list
                     .iter()

@@ -894,7 +894,18 @@ fn config_sets_the_name_commits_are_signed_with_globally_or_per_repository() {
     );
     // The repository's own setting wins; --unset removes it.
     run(&["config", "user.name", "Ann (studio B)"]);
-    assert_eq!(run(&["config", "--list"]).1, "user.name=Ann (studio B)\n");
+    // As git's: the global settings, then the repository's, which win.
+    assert_eq!(
+        run(&["config", "--list"]).1,
+        "user.name=Ann Lee\nuser.email=ann@studio.example\nuser.name=Ann (studio B)\n"
+    );
+    let origins = run(&["config", "--list", "--show-origin"]).1;
+    assert!(
+        origins.ends_with("file:.dmv/config\tuser.name=Ann (studio B)\n")
+            && origins.starts_with("file:/")
+            && origins.contains("dmv/config\tuser.email=ann@studio.example\n"),
+        "{origins}"
+    );
     assert_eq!(
         run(&["config", "--global", "--list"]).1,
         "user.name=Ann Lee\nuser.email=ann@studio.example\n"

@@ -280,3 +280,216 @@ fn show_s_and_orig_head_follow_git() {
         );
     }
 }
+
+/// Two repositories, one git's and one DMV's, given the same commands:
+/// after each, `status --porcelain` and the subjects of `log` agree.
+struct Twins {
+    g: PathBuf,
+    d: PathBuf,
+}
+
+impl Twins {
+    fn new(t: &Path) -> Twins {
+        let (g, d) = (t.join("g"), t.join("d"));
+        std::fs::create_dir(&g).unwrap();
+        git(&g, &["init", "-q", "-b", "main"]);
+        dmv(t, &["init", "-q", d.to_str().unwrap()]);
+        Twins { g, d }
+    }
+
+    fn write(&self, path: &str, text: &str) {
+        write(&self.g, path, text);
+        write(&self.d, path, text);
+    }
+
+    /// The same arguments to both (git's run at a fixed date).
+    fn both(&self, args: &[&str]) -> (String, String) {
+        (git_at(&self.g, 1_700_000_000, args), dmv(&self.d, args))
+    }
+
+    fn agree(&self, after: &str) {
+        assert_eq!(
+            dmv(&self.d, &["status", "--porcelain"]),
+            git(&self.g, &["status", "--porcelain", "-uall"]),
+            "status after {after}"
+        );
+        // The same commits (their order among equal times aside), the same at HEAD.
+        let subjects = |text: String| {
+            let mut all: Vec<String> = text.lines().map(str::to_string).collect();
+            all.sort();
+            all
+        };
+        assert_eq!(
+            subjects(dmv(&self.d, &["log", "--all", "--format=%s"])),
+            subjects(git(&self.g, &["log", "--all", "--format=%s"])),
+            "log after {after}"
+        );
+        assert_eq!(
+            dmv(&self.d, &["log", "-1", "--format=%s %P"])
+                .split(' ')
+                .count(),
+            git(&self.g, &["log", "-1", "--format=%s %P"])
+                .split(' ')
+                .count(),
+            "HEAD after {after}"
+        );
+        assert_eq!(
+            dmv(&self.d, &["log", "-1", "--format=%s"]),
+            git(&self.g, &["log", "-1", "--format=%s"]),
+            "HEAD after {after}"
+        );
+    }
+}
+
+/// Staging and committing as a Git user types it: add -u and -A, rm -r,
+/// reset HEAD FILE, commit --allow-empty, merge -m; branch -r and
+/// --show-current, rev-parse --git-dir.
+#[test]
+fn everyday_flags_do_what_gits_do() {
+    let t = tempfile::tempdir().unwrap();
+    let w = Twins::new(t.path());
+    w.write("a.txt", "a");
+    w.write("dir/b.txt", "b");
+    w.write("dir/c.txt", "c");
+    w.both(&["add", "-A"]);
+    w.both(&["commit", "-q", "-m", "one"]);
+    w.agree("add -A, commit");
+    w.write("a.txt", "a2");
+    w.write("new.txt", "new");
+    std::fs::remove_file(w.g.join("dir/c.txt")).unwrap();
+    std::fs::remove_file(w.d.join("dir/c.txt")).unwrap();
+    w.both(&["add", "-u"]);
+    w.agree("add -u");
+    w.both(&["reset", "-q", "HEAD", "a.txt"]);
+    w.agree("reset HEAD a.txt");
+    w.both(&["add", "a.txt"]);
+    w.both(&["reset", "-q", "--", "a.txt"]);
+    w.agree("reset -- a.txt");
+    w.both(&["add", "a.txt"]);
+    w.both(&["reset", "-q", "a.txt"]);
+    w.agree("reset a.txt");
+    w.both(&["commit", "-q", "-a", "-m", "two"]);
+    w.agree("commit -a");
+    w.both(&["commit", "-q", "--allow-empty", "-m", "a marker"]);
+    w.agree("commit --allow-empty");
+    w.both(&["rm", "-q", "-r", "dir"]);
+    w.agree("rm -r dir");
+    w.both(&["commit", "-q", "-m", "three"]);
+    w.both(&["branch", "side", "HEAD~2"]);
+    assert_eq!(
+        dmv(&w.d, &["branch", "--show-current"]),
+        git(&w.g, &["branch", "--show-current"])
+    );
+    w.both(&["switch", "-q", "side"]);
+    w.write("side.txt", "s");
+    w.both(&["add", "side.txt"]);
+    w.both(&["commit", "-q", "-m", "on the side"]);
+    w.both(&["switch", "-q", "main"]);
+    w.both(&["merge", "-q", "-m", "bring the side in", "side"]);
+    w.agree("merge -m");
+    assert_eq!(
+        dmv(&w.d, &["log", "-1", "--format=%s"]),
+        "bring the side in\n"
+    );
+    // Without -m, git's message.
+    w.both(&["switch", "-q", "side"]);
+    w.write("side2.txt", "s2");
+    w.both(&["add", "side2.txt"]);
+    w.both(&["commit", "-q", "-m", "more on the side"]);
+    w.both(&["switch", "-q", "main"]);
+    w.both(&["merge", "-q", "--no-ff", "side"]);
+    w.agree("merge");
+    assert!(!w.d.join(".dmv/MERGE_MSG").exists());
+    assert_eq!(
+        dmv(&w.d, &["branch", "--show-current"]),
+        git(&w.g, &["branch", "--show-current"])
+    );
+    // A clone's remote-tracking branches, as `branch -r` names them.
+    let clone = t.path().join("clone");
+    dmv(
+        t.path(),
+        &[
+            "clone",
+            "-q",
+            w.d.to_str().unwrap(),
+            clone.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        dmv(&clone, &["branch", "-r"]),
+        "  origin/main\n  origin/side\n"
+    );
+    assert_eq!(dmv(&clone, &["rev-parse", "--git-dir"]), ".dmv\n");
+    assert_eq!(
+        dmv(&clone, &["rev-parse", "--is-inside-work-tree"]),
+        "true\n"
+    );
+    std::fs::create_dir(clone.join("sub")).unwrap();
+    assert_eq!(
+        dmv(&clone.join("sub"), &["rev-parse", "--git-dir"]),
+        format!(
+            "{}\n",
+            std::fs::canonicalize(&clone)
+                .unwrap()
+                .join(".dmv")
+                .display()
+        )
+    );
+    let out = dmv_out(&w.d, &["reset", "--hard", "HEAD", "a.txt"]);
+    assert_eq!(out.status.code(), Some(128), "{}", stderr(&out));
+}
+
+/// `init -b` and `init.defaultBranch`, as git names the first branch.
+#[test]
+fn init_names_the_first_branch_as_git_does() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let home = t.join("home");
+    std::fs::create_dir(&home).unwrap();
+    let with_home = |dir: &Path, args: &[&str]| {
+        let out = Command::new(bin())
+            .current_dir(dir)
+            .env("XDG_CONFIG_HOME", &home)
+            .env("HOME", &home)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    with_home(t, &["init", "-q", "-b", "trunk", "a"]);
+    assert_eq!(
+        with_home(&t.join("a"), &["branch", "--show-current"]),
+        "trunk\n"
+    );
+    assert_eq!(
+        with_home(&t.join("a"), &["status", "-sb"]),
+        "## No commits yet on trunk\n"
+    );
+    with_home(t, &["config", "--global", "init.defaultBranch", "develop"]);
+    with_home(t, &["init", "-q", "b"]);
+    assert_eq!(
+        with_home(&t.join("b"), &["branch", "--show-current"]),
+        "develop\n"
+    );
+    with_home(t, &["init", "-q", "--initial-branch", "main", "c"]);
+    assert_eq!(
+        with_home(&t.join("c"), &["branch", "--show-current"]),
+        "main\n"
+    );
+    let refused = dmv_out(t, &["init", "-q", "-b", "bad..name", "d"]);
+    assert_eq!(refused.status.code(), Some(128), "{}", stderr(&refused));
+    assert!(!t.join("d/.dmv").exists());
+    let refused = Command::new(bin())
+        .current_dir(t)
+        .env("XDG_CONFIG_HOME", &home)
+        .env("HOME", &home)
+        .args(["config", "--global", "init.defaultBranch", "a b"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(128));
+    assert_eq!(
+        with_home(t, &["config", "--global", "init.defaultBranch"]),
+        "develop\n"
+    );
+}

@@ -161,6 +161,7 @@ fn a_tracked_file_an_ignore_rule_matches_stays_tracked_through_add_and_commit_al
         message: Some("two"),
         all: true,
         amend: false,
+        allow_empty: false,
     };
     s.repo.commit_with(&all, &Silent).unwrap();
     assert_eq!(s.in_commit("HEAD", "keep.log").unwrap(), b"v2");

@@ -21,6 +21,7 @@ fn commit(repo: &Repository, message: &str, all: bool) -> Committed {
             message: Some(message),
             all,
             amend: false,
+            allow_empty: false,
         },
         &Silent,
     )
@@ -73,6 +74,7 @@ fn a_commit_that_commits_nothing_says_why_as_git_does() {
                 message: None,
                 all: true,
                 amend: false,
+                allow_empty: false,
             },
             &Silent,
         )
@@ -85,6 +87,7 @@ fn a_commit_that_commits_nothing_says_why_as_git_does() {
             message: None,
             all: true,
             amend: false,
+            allow_empty: false,
         },
         &Silent,
     );
@@ -100,6 +103,7 @@ fn a_commit_that_commits_nothing_says_why_as_git_does() {
                 message: None,
                 all: false,
                 amend: true,
+                allow_empty: false,
             },
             &Silent,
         )

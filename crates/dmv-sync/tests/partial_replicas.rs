@@ -415,6 +415,7 @@ fn merge_abort_reset_and_stash_work_in_a_partial_replica() {
             theirs,
             "origin/edits",
             dmv_repo::FastForward::Allow,
+            None,
             &Silent,
         )
         .unwrap()
@@ -738,6 +739,7 @@ fn gc_keeps_the_tree_a_meta_clones_dirstate_is_over() {
         message: Some("amended"),
         all: false,
         amend: true,
+        allow_empty: false,
     };
     let committed = m.repo.commit_with(&amend, &Silent).unwrap();
     assert!(matches!(committed, Committed::Made { .. }), "{committed:?}");

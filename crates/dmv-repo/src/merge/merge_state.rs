@@ -14,6 +14,8 @@ use crate::merge::three_way::Conflict;
 use crate::paths::{ser_path, show};
 
 const STATE_FILE: &str = "MERGE_STATE";
+/// The message `merge -m` gave, kept beside the state until the merge ends.
+const MESSAGE_FILE: &str = "MERGE_MSG";
 const MAGIC: &[u8; 8] = b"DMVMERGE";
 /// 2 added [`MergeKind`]; a version 1 file is a merge's.
 const VERSION: u32 = 2;
@@ -249,11 +251,43 @@ impl Merges<'_> {
 
     pub(crate) fn remove_merge_state(&self) -> RepoResult<()> {
         self.check_worktree_locked("MERGE_STATE")?;
+        self.forget_merge_message()?;
         let path = self.merge_state_path();
         match std::fs::remove_file(&path) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(RepoError::io(path, e)),
+        }
+    }
+
+    /// The message `merge -m` gave the merge of `theirs` (`.dmv/MERGE_MSG`,
+    /// as git keeps it, after the id of the commit merged: one left by a
+    /// merge killed before its state was written is another merge's).
+    pub(crate) fn given_merge_message(&self, theirs: &ObjectId) -> RepoResult<Option<String>> {
+        let path = self.dmv.join(MESSAGE_FILE);
+        match std::fs::read(&path) {
+            Ok(bytes) => {
+                let text = String::from_utf8_lossy(&bytes);
+                Ok(text
+                    .split_once('\n')
+                    .filter(|(id, _)| *id == theirs.to_hex())
+                    .map(|(_, message)| message.to_string()))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(RepoError::io(path, e)),
+        }
+    }
+
+    pub(crate) fn keep_merge_message(&self, theirs: &ObjectId, message: &str) -> RepoResult<()> {
+        let text = format!("{}\n{message}", theirs.to_hex());
+        write_atomic(&self.dmv.join(MESSAGE_FILE), text.as_bytes())
+    }
+
+    pub(crate) fn forget_merge_message(&self) -> RepoResult<()> {
+        let path = self.dmv.join(MESSAGE_FILE);
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(RepoError::io(path, e)),
+            _ => Ok(()),
         }
     }
 

@@ -154,6 +154,35 @@ impl Merges<'_> {
         self.merge_with(theirs, label, FastForward::Allow, progress)
     }
 
+    /// [`Merges::merge_with`], the merge commit's message `message` when
+    /// given (`merge -m`; kept until the merge ends, so a merge concluded
+    /// after its conflicts were settled takes it too).
+    pub fn merge_with_message(
+        &self,
+        theirs: ObjectId,
+        label: &str,
+        ff: FastForward,
+        message: Option<&str>,
+        progress: &dyn Progress,
+    ) -> RepoResult<MergeOutcome> {
+        let Some(message) = message else {
+            return self.merge_with(theirs, label, ff, progress);
+        };
+        // Another merge's state (and message) is left alone: merge_with refuses it.
+        if self.merge_state()?.is_some() {
+            return self.merge_with(theirs, label, ff, progress);
+        }
+        {
+            let _wlock = self.repository().lock_worktree()?;
+            self.keep_merge_message(&theirs, message)?;
+        }
+        let outcome = self.merge_with(theirs, label, ff, progress);
+        if !matches!(outcome, Ok(MergeOutcome::Conflicts(_))) && self.merge_state()?.is_none() {
+            self.forget_merge_message()?;
+        }
+        outcome
+    }
+
     /// [`Merges::merge`], fast-forwarding as `ff` says.
     pub fn merge_with(
         &self,
@@ -416,7 +445,10 @@ impl Merges<'_> {
     /// (see [`Merges::merge_message`]), or the picked commit's message.
     pub(crate) fn default_message(&self, state: &MergeState) -> RepoResult<String> {
         Ok(match state.kind {
-            MergeKind::Merge => self.merge_message(&state.label)?,
+            MergeKind::Merge => match self.given_merge_message(&state.theirs)? {
+                Some(given) => given,
+                None => self.merge_message(&state.label)?,
+            },
             MergeKind::CherryPick => self.commit(&state.theirs)?.message,
         })
     }

@@ -110,6 +110,8 @@ pub struct CommitRequest<'a> {
     pub all: bool,
     /// Replace HEAD's commit (`--amend`), keeping its message when none is given.
     pub amend: bool,
+    /// Commit even when the tree is HEAD's (`--allow-empty`).
+    pub allow_empty: bool,
 }
 
 /// What a commit did.
@@ -272,8 +274,19 @@ impl Repository {
     /// `add`, git's way during a merge: staging a conflicted file (or a
     /// folder holding it) settles its conflict with the file as it is now.
     pub fn add_settling(&self, specs: &[Vec<u8>], progress: &dyn Progress) -> RepoResult<usize> {
+        self.add_settling_with(specs, false, progress)
+    }
+
+    /// [`Repository::add_settling`]; with `tracked_only`, only the changes
+    /// of files already tracked are staged (`add -u`), no new file.
+    pub fn add_settling_with(
+        &self,
+        specs: &[Vec<u8>],
+        tracked_only: bool,
+        progress: &dyn Progress,
+    ) -> RepoResult<usize> {
         let _wlock = self.lock_worktree()?;
-        let added = self.worktree().add(specs, false, progress)?;
+        let added = self.worktree().add(specs, tracked_only, progress)?;
         self.settle_conflicts_at(specs)?;
         Ok(added)
     }
@@ -316,7 +329,7 @@ impl Repository {
             Some(merge) => Some(self.merges().commit_merge(&merge, message)?),
             None => self
                 .worktree()
-                .commit_dirstate(self.head_commit()?, message)?,
+                .commit_dirstate(self.head_commit()?, message, false)?,
         };
         self.tidy_store();
         Ok(committed)
@@ -403,10 +416,16 @@ impl Repository {
                 return Ok(Committed::Nothing(self.nothing_to_commit()?));
             }
         };
-        let committed = match request.all {
+        let mut committed = match request.all {
             true => self.commit_all(&message, progress)?,
             false => self.commit_staged(&message)?,
         };
+        // Nothing changed, and a commit all the same (a merge in progress always records one).
+        if committed.is_none() && request.allow_empty && self.head_commit()?.is_some() {
+            committed = self
+                .worktree()
+                .commit_dirstate(self.head_commit()?, &message, true)?;
+        }
         match committed {
             Some(id) => Ok(Committed::Made {
                 id,

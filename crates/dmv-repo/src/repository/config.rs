@@ -268,6 +268,9 @@ pub struct GlobalSettings {
     /// `core.pager` for every repository without its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub core_pager: Option<String>,
+    /// `init.defaultBranch`: the first branch of a new repository (default main).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_default_branch: Option<String>,
 }
 
 /// Where the global settings live, if a home is known.
@@ -309,6 +312,7 @@ impl GlobalSettings {
             "remote.timeout" => self.remote_timeout.map(|s| s.to_string()),
             "color.ui" => self.color_ui.clone(),
             "core.pager" => self.core_pager.clone(),
+            "init.defaultBranch" => self.init_default_branch.clone(),
             _ => None,
         }
     }

@@ -99,9 +99,10 @@ impl Repository {
             Reftable::init(&tmp.join("refs"))?;
             let mut config = Config::new(chunking);
             config.bare = bare;
+            // Before `set_up`, which may name another first branch.
+            Head::Branch(branch_ref("main")).save(&tmp.join("HEAD"))?;
             set_up(&tmp, &mut config)?;
             config.save(&tmp.join("config"))?;
-            Head::Branch(branch_ref("main")).save(&tmp.join("HEAD"))?;
             std::fs::rename(&tmp, &dmv).at(&dmv)
         })();
         if result.is_err() {

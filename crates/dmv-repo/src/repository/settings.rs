@@ -8,7 +8,8 @@ use crate::line_merge::ConflictStyle;
 use crate::repository::config::{global_path, Config, GlobalSettings};
 use crate::repository::repo::Repository;
 
-/// Keys `dmv config` knows; the first seven may also be global.
+/// Keys `dmv config` knows; the first seven may also be global, and the
+/// last is global only.
 pub const KEYS: &[&str] = &[
     "user.name",
     "user.email",
@@ -20,6 +21,7 @@ pub const KEYS: &[&str] = &[
     "replica.name",
     "drop.numcopies",
     "drop.allowed",
+    "init.defaultBranch",
 ];
 const GLOBAL_KEYS: &[&str] = &[
     "user.name",
@@ -29,6 +31,7 @@ const GLOBAL_KEYS: &[&str] = &[
     "remote.timeout",
     "color.ui",
     "core.pager",
+    "init.defaultBranch",
 ];
 
 /// A known key as spelled in [`KEYS`]: like git's, keys are case-insensitive.
@@ -75,6 +78,16 @@ impl GlobalSettings {
             "remote.timeout" => self.remote_timeout = value.map(|v| seconds(key, v)).transpose()?,
             "color.ui" => self.color_ui = colour_setting(key, value)?,
             "core.pager" => self.core_pager = text(),
+            "init.defaultBranch" => {
+                if let Some(v) = value {
+                    crate::repository::refs::validate_ref_name(&crate::ref_names::branch_ref(v))
+                        .map_err(|e| RepoError::BadSetting {
+                            key: key.into(),
+                            detail: format!("'{v}' cannot name a branch: {e}"),
+                        })?;
+                }
+                self.init_default_branch = text();
+            }
             _ => return Err(unknown(key, GLOBAL_KEYS)),
         }
         Ok(())
@@ -179,6 +192,12 @@ fn repo_set(cfg: &mut Config, key: &str, value: Option<&str>) -> RepoResult<()> 
                     })
                 }
             }
+        }
+        "init.defaultBranch" => {
+            return Err(RepoError::BadSetting {
+                key: key.into(),
+                detail: "names the first branch of new repositories: set it with --global".into(),
+            })
         }
         _ => return Err(unknown(key, KEYS)),
     }

@@ -410,11 +410,12 @@ impl Worktree<'_> {
 
     /// Records the staged tree as a new commit on HEAD (`head`: HEAD's
     /// commit as the caller read it under the working-tree lock). Returns
-    /// None when the tree is HEAD's: there is nothing to commit.
+    /// None when the tree is HEAD's (unless `allow_empty`): there is nothing to commit.
     pub(crate) fn commit_dirstate(
         &self,
         head: Option<ObjectId>,
         message: &str,
+        allow_empty: bool,
     ) -> RepoResult<Option<ObjectId>> {
         let ds = self.load_dirstate()?;
         if head.is_none() && ds.entries.is_empty() {
@@ -422,7 +423,7 @@ impl Worktree<'_> {
         }
         let mut session = self.store.begin_write()?;
         let tree = ds.write_tree(&mut session)?;
-        if let Some(p) = head {
+        if let Some(p) = head.filter(|_| !allow_empty) {
             if self.commit(&p)?.tree == tree {
                 self.mark_tree(&ds, tree);
                 return Ok(None);

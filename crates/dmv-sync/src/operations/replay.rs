@@ -15,16 +15,20 @@ use crate::operations::pull::{
 };
 use crate::SyncResult;
 
-/// Merges `theirs` (named `label` in messages) into HEAD.
+/// Merges `theirs` (named `label` in messages) into HEAD, a merge commit
+/// saying `message` when given (else git's "Merge branch 'LABEL'").
 pub fn merge(
     repo: &Repository,
     theirs: ObjectId,
     label: &str,
     ff: FastForward,
+    message: Option<&str>,
     progress: &dyn Progress,
 ) -> SyncResult<MergeOutcome> {
     fetch_what_a_merge_reads(repo, theirs, progress)?;
-    Ok(repo.merges().merge_with(theirs, label, ff, progress)?)
+    Ok(repo
+        .merges()
+        .merge_with_message(theirs, label, ff, message, progress)?)
 }
 
 /// Applies the change of commit `pick` (against its first parent) onto HEAD.
