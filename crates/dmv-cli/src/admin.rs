@@ -285,7 +285,7 @@ pub struct ConfigArgs {
     /// Remove the setting.
     #[arg(long, requires = "key", conflicts_with = "value")]
     unset: bool,
-    /// A setting: user.name, user.email, merge.tool, merge.conflictStyle (merge or diff3: how a text file's conflicts are marked), remote.timeout (seconds a remote may go without answering before it is abandoned, default 30), color.ui (auto, always or never), core.pager (the command log, show and diff are paged through on a terminal; empty for none), replica.name, drop.numcopies or drop.allowed (a bare repository refuses drops unless true).
+    /// A setting: user.name, user.email, merge.tool, merge.conflictStyle (merge or diff3: how a text file's conflicts are marked), remote.timeout (seconds a remote may go without answering before it is abandoned, default 30), color.ui (auto, always or never), core.pager (the command log, show and diff are paged through on a terminal; empty for none), core.editor (the program a commit message is written in), alias.NAME (what `dmv NAME` runs; `!` first for a shell command), init.defaultBranch (global: the first branch of new repositories), replica.name, drop.numcopies or drop.allowed (a bare repository refuses drops unless true).
     key: Option<String>,
     /// Its new value (shown when omitted).
     value: Option<String>,
@@ -335,7 +335,7 @@ pub fn config(a: ConfigArgs) -> Result<u8> {
     }
 }
 
-fn print_settings(list: Vec<(&str, String)>, origin: Option<String>) -> Result<u8> {
+fn print_settings(list: Vec<(String, String)>, origin: Option<String>) -> Result<u8> {
     for (key, value) in list {
         match &origin {
             Some(origin) => println!("{origin}\t{key}={value}"),

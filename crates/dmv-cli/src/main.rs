@@ -194,10 +194,18 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse_from(count_shorthand(std::env::args_os().collect())) {
+    let args = match expand_aliases(std::env::args_os().collect()) {
+        Ok(Expanded::Args(args)) => args,
+        Ok(Expanded::Ran(code)) => return ExitCode::from(code),
+        Err(e) => {
+            eprintln!("dmv: {e}");
+            return ExitCode::from(128);
+        }
+    };
+    let cli = match Cli::try_parse_from(count_shorthand(args)) {
         Ok(cli) => cli,
         Err(e) => {
-            let _ = e.print();
+            print_usage_error(&e);
             // Git's status for a command used wrongly is 129; --help and --version are not errors.
             return ExitCode::from(if e.use_stderr() { 129 } else { 0 });
         }
@@ -366,14 +374,116 @@ fn write_manpages(dir: &std::path::Path) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-/// `dmv log -3` as git takes it: `-N` after `log` is `--max-count=N`.
-fn count_shorthand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
-    // The command is the first argument that is not an option (nor -C's folder).
+/// Where the command word is: the first argument that is not an option
+/// (nor -C's folder).
+fn command_word(args: &[std::ffi::OsString]) -> usize {
     let mut i = 1;
     while i < args.len() && args[i].to_str().is_some_and(|a| a.starts_with('-')) {
         i += if args[i] == "-C" { 2 } else { 1 };
     }
-    if args.get(i).is_none_or(|a| a != "log") {
+    i
+}
+
+/// What the command line became once aliases were replaced.
+enum Expanded {
+    Args(Vec<std::ffi::OsString>),
+    /// A shell alias (`!…`) ran, with this exit status.
+    Ran(u8),
+}
+
+/// Aliases expanded one inside another, at most (git stops at a loop too).
+const MOST_ALIAS_EXPANSIONS: usize = 16;
+
+/// `alias.NAME`, as git's: a command word that is no command of ours is
+/// looked up in the repository's settings, then the global ones, and
+/// replaced by the alias's words (split as a shell would); an alias that
+/// begins with `!` is a shell command, run from the top folder with the
+/// rest of the arguments.
+fn expand_aliases(mut args: Vec<std::ffi::OsString>) -> anyhow::Result<Expanded> {
+    let mut seen: Vec<String> = Vec::new();
+    loop {
+        let i = command_word(&args);
+        let Some(word) = args.get(i).and_then(|w| w.to_str()).map(str::to_string) else {
+            return Ok(Expanded::Args(args));
+        };
+        if word == "help" || Cli::command().find_subcommand(&word).is_some() {
+            return Ok(Expanded::Args(args));
+        }
+        let dir = match args.iter().position(|a| a == "-C") {
+            Some(c) if c < i => std::path::PathBuf::from(&args[c + 1]),
+            _ => std::path::PathBuf::from("."),
+        };
+        let repo = dmv_repo::Repository::discover(&dir).ok();
+        let value = match &repo {
+            Some(r) => r.alias(&word)?,
+            None => dmv_repo::GlobalSettings::load()?.get(&format!("alias.{word}")),
+        };
+        let Some(value) = value else {
+            return Ok(Expanded::Args(args));
+        };
+        if seen.contains(&word) || seen.len() >= MOST_ALIAS_EXPANSIONS {
+            anyhow::bail!("alias loop: {} -> {word}", seen.join(" -> "));
+        }
+        seen.push(word.clone());
+        if let Some(shell) = value.strip_prefix('!') {
+            let top = repo
+                .as_ref()
+                .filter(|r| r.require_worktree().is_ok())
+                .map_or(dir, |r| r.root.clone());
+            let status = std::process::Command::new("sh")
+                .current_dir(top)
+                .arg("-c")
+                .arg(format!("{shell} \"$@\""))
+                .arg(shell)
+                .args(&args[i + 1..])
+                .status()
+                .map_err(|e| anyhow::anyhow!("alias.{word}: cannot run sh: {e}"))?;
+            return Ok(Expanded::Ran(
+                status.code().map_or(128, |c| c.clamp(0, 255) as u8),
+            ));
+        }
+        let words = shlex::split(&value)
+            .filter(|w| !w.is_empty())
+            .ok_or_else(|| anyhow::anyhow!("alias.{word} = {value}: its quotes do not pair"))?;
+        args.splice(i..=i, words.into_iter().map(std::ffi::OsString::from));
+    }
+}
+
+/// A command used wrongly, said as git says it: the one thing wrong, a
+/// suggestion only when clap has a close one, and the command's usage;
+/// not clap's tip to pass a mistyped option as a value.
+fn print_usage_error(e: &clap::Error) {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::UnknownArgument {
+        let _ = e.print();
+        return;
+    }
+    let text = |kind| match e.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        Some(ContextValue::Strings(v)) => v.first().cloned(),
+        _ => None,
+    };
+    let arg = text(ContextKind::InvalidArg).unwrap_or_default();
+    eprintln!("error: unknown option '{arg}'");
+    // Only a suggestion that shares the mistyped option's start: clap offered `--before` for `--decorate`.
+    if let Some(close) = text(ContextKind::SuggestedArg) {
+        let stem = arg.trim_start_matches('-');
+        if stem.len() >= 2 && close.trim_start_matches('-').starts_with(&stem[..2]) {
+            eprintln!("  (did you mean '{close}'?)");
+        }
+    }
+    if let Some(ContextValue::StyledStr(usage)) = e.get(ContextKind::Usage) {
+        eprintln!(
+            "{}",
+            usage.to_string().trim_end().replacen("Usage:", "usage:", 1)
+        );
+    }
+}
+
+/// `dmv log -3` as git takes it: `-N` after `log` (or `reflog`) is `--max-count=N`.
+fn count_shorthand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let i = command_word(&args);
+    if args.get(i).is_none_or(|a| a != "log" && a != "reflog") {
         return args;
     }
     let log = i;

@@ -187,6 +187,9 @@ pub struct ReflogArgs {
     /// The ref (default: HEAD's branch); kept after the ref is deleted.
     #[arg(name = "REF")]
     name: Option<String>,
+    /// Show at most N entries (also `-N`).
+    #[arg(short = 'n', long = "max-count")]
+    max_count: Option<usize>,
 }
 
 pub fn reflog(a: ReflogArgs) -> Result<u8> {
@@ -208,7 +211,11 @@ pub fn reflog(a: ReflogArgs) -> Result<u8> {
         );
     }
     let mut out = std::io::stdout().lock();
-    for (i, e) in log.iter().enumerate() {
+    for (i, e) in log
+        .iter()
+        .enumerate()
+        .take(a.max_count.unwrap_or(usize::MAX))
+    {
         let new = e
             .new
             .map(|v| ObjectId(v).short())

@@ -277,7 +277,9 @@ impl Drop for Pager {
     }
 }
 
-/// `--color[=WHEN]` and `--no-color`, as git's log, show and diff take them.
+// `--color[=WHEN]` and `--no-color`, as git's log, show and diff take them (a
+// plain comment: a doc comment here became the help text of every command
+// that flattens these flags).
 #[derive(clap::Args, Default)]
 pub struct ColourArgs {
     /// Colour the output: auto (on a terminal), always or never (default: color.ui, else auto).

@@ -528,13 +528,25 @@ fn has_something_to_commit(repo: &Repository, all: bool) -> Result<bool> {
 }
 
 /// The editor for a commit message, as git looks for one: DMV_EDITOR (or
-/// GIT_EDITOR), VISUAL, EDITOR, else vi when a person is at the terminal.
+/// GIT_EDITOR), core.editor, VISUAL, EDITOR, else vi when a person is at
+/// the terminal.
 /// None: no message can be asked for (a script without -m).
 pub(crate) fn editor() -> Option<String> {
     use std::io::IsTerminal;
-    ["DMV_EDITOR", "GIT_EDITOR", "VISUAL", "EDITOR"]
-        .iter()
-        .find_map(|v| std::env::var(v).ok().filter(|e| !e.trim().is_empty()))
+    let var = |v: &str| std::env::var(v).ok().filter(|e| !e.trim().is_empty());
+    // As git: its own variable, then core.editor, then the system's.
+    let setting = || {
+        open_repo()
+            .ok()
+            .and_then(|r| r.setting("core.editor").ok().flatten())
+            .or_else(|| dmv_repo::GlobalSettings::load().ok()?.get("core.editor"))
+            .filter(|e| !e.trim().is_empty())
+    };
+    var("DMV_EDITOR")
+        .or_else(|| var("GIT_EDITOR"))
+        .or_else(setting)
+        .or_else(|| var("VISUAL"))
+        .or_else(|| var("EDITOR"))
         .or_else(|| std::io::stdin().is_terminal().then(|| "vi".to_string()))
 }
 

@@ -493,3 +493,105 @@ fn init_names_the_first_branch_as_git_does() {
         "develop\n"
     );
 }
+
+/// Aliases (`alias.NAME`, shell ones with `!`), `core.editor`, the help of
+/// log, diff and show, a mistyped option, `reflog -N`: as git's.
+#[test]
+fn aliases_editor_help_and_mistyped_options_follow_git() {
+    let t = tempfile::tempdir().unwrap();
+    let (g, d) = dated_history(t.path());
+    for (name, value) in [
+        ("last", "log -1 --format=%s"),
+        ("subjects", "log --format='%s' --reverse"),
+        ("hello", "!echo \"hello $1\""),
+    ] {
+        git(&g, &["config", &format!("alias.{name}"), value]);
+        dmv(&d, &["config", &format!("alias.{name}"), value]);
+    }
+    for args in [&["last"][..], &["subjects", "-n", "3"], &["hello", "there"]] {
+        assert_eq!(dmv(&d, args), git(&g, args), "{args:?}");
+    }
+    // A shell alias runs in the top folder, as git's.
+    std::fs::create_dir(d.join("sub")).unwrap();
+    dmv(&d, &["config", "alias.where", "!pwd"]);
+    assert_eq!(
+        dmv(&d.join("sub"), &["where"]).trim_end(),
+        std::fs::canonicalize(&d).unwrap().display().to_string()
+    );
+    // A global alias, and a loop refused in one line.
+    dmv(&d, &["config", "alias.one", "two"]);
+    dmv(&d, &["config", "alias.two", "one"]);
+    let looped = dmv_out(&d, &["one"]);
+    assert_eq!(looped.status.code(), Some(128));
+    assert_eq!(stderr(&looped).lines().count(), 1, "{}", stderr(&looped));
+    // The bounds of docs/security.md: names of letters, digits and -, at most 64; values of 4 KiB.
+    for (key, value) in [
+        ("alias.a/b", "log".to_string()),
+        (&*format!("alias.{}", "n".repeat(65)), "log".to_string()),
+        ("alias.big", "x".repeat(4097)),
+        ("alias.empty", " ".to_string()),
+    ] {
+        let refused = dmv_out(&d, &["config", key, &value]);
+        assert_eq!(refused.status.code(), Some(128), "{key}");
+    }
+    // A command's own name is never an alias.
+    dmv(&d, &["config", "alias.log", "status"]);
+    assert!(dmv(&d, &["log", "-1", "--format=%s"]).starts_with("c3"));
+    // core.editor writes the message of a commit without -m.
+    let editor = t.path().join("editor.sh");
+    std::fs::write(
+        &editor,
+        "#!/bin/sh\necho 'written by core.editor' > \"$1\"\n",
+    )
+    .unwrap();
+    std::os::unix::fs::PermissionsExt::set_mode(
+        &mut std::fs::metadata(&editor).unwrap().permissions(),
+        0o755,
+    );
+    Command::new("chmod")
+        .arg("755")
+        .arg(&editor)
+        .status()
+        .unwrap();
+    dmv(&d, &["config", "core.editor", editor.to_str().unwrap()]);
+    write(&d, "edited.txt", "e");
+    dmv(&d, &["add", "edited.txt"]);
+    dmv(&d, &["commit", "-q"]);
+    assert_eq!(dmv(&d, &["last"]), "written by core.editor\n");
+    // Help says what the command does first.
+    for (cmd, first) in [
+        ("log", "Show commit history"),
+        ("diff", "Show changes"),
+        ("show", "Show a commit"),
+    ] {
+        let help = dmv(&d, &[cmd, "--help"]);
+        assert!(help.starts_with(first), "{cmd}: {help}");
+    }
+    // A mistyped option: git's status, no tip to pass it as a value, no far-fetched suggestion.
+    for (args, suggestion) in [
+        (&["log", "--decorat"][..], Some("--decorate")),
+        (&["add", "-x", "a"], None),
+        (&["log", "--colour-moved"], Some("--color")),
+        (&["log", "--abbrev"], None),
+    ] {
+        let out = dmv_out(&d, args);
+        let said = stderr(&out);
+        assert_eq!(out.status.code(), Some(129), "{said}");
+        assert!(
+            said.starts_with(&format!("error: unknown option '{}'", args[1])),
+            "{said}"
+        );
+        assert!(!said.contains("as a value"), "{said}");
+        assert_eq!(
+            said.contains("did you mean"),
+            suggestion.is_some(),
+            "{said}"
+        );
+    }
+    dmv(&d, &["commit", "-q", "--allow-empty", "-m", "x"]);
+    dmv(&d, &["commit", "-q", "--allow-empty", "-m", "y"]);
+    assert!(dmv(&d, &["reflog"]).lines().count() > 2);
+    let two = dmv(&d, &["reflog", "-2"]);
+    assert_eq!(two.lines().count(), 2, "{two}");
+    assert!(two.starts_with(&dmv(&d, &["reflog", "-n", "1"])));
+}

@@ -1,3 +1,4 @@
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use dmv_store::ChunkParams;
@@ -40,6 +41,12 @@ pub struct Config {
     /// `core.pager`: the command long output is shown through on a terminal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub core_pager: Option<String>,
+    /// `core.editor`: the program a commit message is written in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core_editor: Option<String>,
+    /// `alias.NAME`: what `dmv NAME` runs (`!` first: a shell command).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub aliases: BTreeMap<String, String>,
     /// A bare repository has no working tree: it only receives pushes.
     #[serde(default)]
     pub bare: bool,
@@ -153,6 +160,8 @@ impl Config {
             merge_conflict_style: None,
             color_ui: None,
             core_pager: None,
+            core_editor: None,
+            aliases: BTreeMap::new(),
             bare: false,
             remotes: Default::default(),
             slice: Slice::Full,
@@ -271,6 +280,25 @@ pub struct GlobalSettings {
     /// `init.defaultBranch`: the first branch of a new repository (default main).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub init_default_branch: Option<String>,
+    /// `core.editor` for every repository without its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core_editor: Option<String>,
+    /// `alias.NAME` for every repository (a repository's own wins).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub aliases: BTreeMap<String, String>,
+}
+
+/// The name in an `alias.NAME` key, if `key` is one: letters, digits and
+/// `-`, as git allows them, at most 64 bytes.
+pub fn alias_name(key: &str) -> Option<&str> {
+    let name = key
+        .get(..6)
+        .filter(|p| p.eq_ignore_ascii_case("alias."))
+        .map(|_| &key[6..])?;
+    (!name.is_empty()
+        && name.len() <= 64
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
+    .then_some(name)
 }
 
 /// Where the global settings live, if a home is known.
@@ -313,7 +341,8 @@ impl GlobalSettings {
             "color.ui" => self.color_ui.clone(),
             "core.pager" => self.core_pager.clone(),
             "init.defaultBranch" => self.init_default_branch.clone(),
-            _ => None,
+            "core.editor" => self.core_editor.clone(),
+            _ => alias_name(key).and_then(|n| self.aliases.get(&n.to_ascii_lowercase()).cloned()),
         }
     }
 }

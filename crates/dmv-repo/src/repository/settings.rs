@@ -5,11 +5,13 @@
 
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::line_merge::ConflictStyle;
-use crate::repository::config::{global_path, Config, GlobalSettings};
+use std::collections::BTreeMap;
+
+use crate::repository::config::{alias_name, global_path, Config, GlobalSettings};
 use crate::repository::repo::Repository;
 
-/// Keys `dmv config` knows; the first seven may also be global, and the
-/// last is global only.
+/// Keys `dmv config` knows, with `alias.NAME`; the first eight may also be
+/// global, and the last is global only.
 pub const KEYS: &[&str] = &[
     "user.name",
     "user.email",
@@ -18,6 +20,7 @@ pub const KEYS: &[&str] = &[
     "remote.timeout",
     "color.ui",
     "core.pager",
+    "core.editor",
     "replica.name",
     "drop.numcopies",
     "drop.allowed",
@@ -31,6 +34,7 @@ const GLOBAL_KEYS: &[&str] = &[
     "remote.timeout",
     "color.ui",
     "core.pager",
+    "core.editor",
     "init.defaultBranch",
 ];
 
@@ -78,6 +82,13 @@ impl GlobalSettings {
             "remote.timeout" => self.remote_timeout = value.map(|v| seconds(key, v)).transpose()?,
             "color.ui" => self.color_ui = colour_setting(key, value)?,
             "core.pager" => self.core_pager = text(),
+            "core.editor" => self.core_editor = text(),
+            key if key
+                .get(..6)
+                .is_some_and(|p| p.eq_ignore_ascii_case("alias.")) =>
+            {
+                put_alias(&mut self.aliases, key, value)?;
+            }
             "init.defaultBranch" => {
                 if let Some(v) = value {
                     crate::repository::refs::validate_ref_name(&crate::ref_names::branch_ref(v))
@@ -115,10 +126,11 @@ impl GlobalSettings {
     }
 
     /// Every global setting that is set, by key.
-    pub fn list(&self) -> Vec<(&'static str, String)> {
+    pub fn list(&self) -> Vec<(String, String)> {
         GLOBAL_KEYS
             .iter()
-            .filter_map(|k| self.get(k).map(|v| (*k, v)))
+            .filter_map(|k| self.get(k).map(|v| (k.to_string(), v)))
+            .chain(aliases_listed(&self.aliases))
             .collect()
     }
 }
@@ -154,8 +166,49 @@ pub fn repo_get(cfg: &Config, key: &str) -> Option<String> {
         "remote.timeout" => cfg.remote_timeout.map(|s| s.to_string()),
         "color.ui" => cfg.color_ui.clone(),
         "core.pager" => cfg.core_pager.clone(),
-        _ => None,
+        "core.editor" => cfg.core_editor.clone(),
+        _ => alias_name(key).and_then(|n| cfg.aliases.get(&n.to_ascii_lowercase()).cloned()),
     }
+}
+
+/// Every alias as `alias.NAME` and its value.
+fn aliases_listed(
+    aliases: &BTreeMap<String, String>,
+) -> impl Iterator<Item = (String, String)> + '_ {
+    aliases
+        .iter()
+        .map(|(n, v)| (format!("alias.{n}"), v.clone()))
+}
+
+/// Values longer than this are refused: an alias is a command line.
+pub const MAX_ALIAS_LEN: usize = 4096;
+
+/// Sets (or with None removes) the alias a key `alias.NAME` names.
+fn put_alias(
+    aliases: &mut BTreeMap<String, String>,
+    key: &str,
+    value: Option<&str>,
+) -> RepoResult<()> {
+    let bad = |detail: String| RepoError::BadSetting {
+        key: key.into(),
+        detail,
+    };
+    let name = alias_name(key)
+        .ok_or_else(|| bad("an alias is named with letters, digits and -, at most 64".into()))?
+        .to_ascii_lowercase();
+    match value {
+        Some(v) if v.trim().is_empty() => return Err(bad("an alias needs a command".into())),
+        Some(v) if v.len() > MAX_ALIAS_LEN => {
+            return Err(bad(format!("an alias is at most {MAX_ALIAS_LEN} bytes")))
+        }
+        Some(v) => {
+            aliases.insert(name, v.to_string());
+        }
+        None => {
+            aliases.remove(&name);
+        }
+    }
+    Ok(())
 }
 
 fn repo_set(cfg: &mut Config, key: &str, value: Option<&str>) -> RepoResult<()> {
@@ -169,6 +222,13 @@ fn repo_set(cfg: &mut Config, key: &str, value: Option<&str>) -> RepoResult<()> 
         "remote.timeout" => cfg.remote_timeout = value.map(|v| seconds(key, v)).transpose()?,
         "color.ui" => cfg.color_ui = colour_setting(key, value)?,
         "core.pager" => cfg.core_pager = text(),
+        "core.editor" => cfg.core_editor = text(),
+        key if key
+            .get(..6)
+            .is_some_and(|p| p.eq_ignore_ascii_case("alias.")) =>
+        {
+            put_alias(&mut cfg.aliases, key, value)?
+        }
         "drop.numcopies" => {
             cfg.numcopies = match value {
                 None => None,
@@ -208,7 +268,7 @@ impl Repository {
     /// The value `dmv config KEY` shows: the repository's, else the global one.
     pub fn setting(&self, key: &str) -> RepoResult<Option<String>> {
         let key = canonical_key(key);
-        if !KEYS.contains(&key) {
+        if !KEYS.contains(&key) && alias_name(key).is_none() {
             return Err(unknown(key, KEYS));
         }
         Ok(match repo_get(&self.config, key) {
@@ -224,9 +284,20 @@ impl Repository {
     }
 
     /// Every setting of this repository that is set, by key.
-    pub fn settings(&self) -> Vec<(&'static str, String)> {
+    pub fn settings(&self) -> Vec<(String, String)> {
         KEYS.iter()
-            .filter_map(|k| repo_get(&self.config, k).map(|v| (*k, v)))
+            .filter_map(|k| repo_get(&self.config, k).map(|v| (k.to_string(), v)))
+            .chain(aliases_listed(&self.config.aliases))
             .collect()
+    }
+
+    /// What `dmv NAME` stands for when NAME is no command: the repository's
+    /// `alias.NAME`, else the global one.
+    pub fn alias(&self, name: &str) -> RepoResult<Option<String>> {
+        let name = name.to_ascii_lowercase();
+        Ok(match self.config.aliases.get(&name) {
+            Some(v) => Some(v.clone()),
+            None => GlobalSettings::load()?.aliases.get(&name).cloned(),
+        })
     }
 }
