@@ -957,6 +957,67 @@ pub fn cat(a: CatArgs) -> Result<u8> {
 }
 
 #[derive(Args)]
+pub struct LsFilesArgs {
+    /// Only these files or folders.
+    paths: Vec<PathBuf>,
+    /// The files in the staging area (the default).
+    #[arg(short = 'c', long)]
+    cached: bool,
+    /// Untracked files, not ignored ones.
+    #[arg(short = 'o', long)]
+    others: bool,
+    /// Tracked files changed or deleted in the working tree.
+    #[arg(short = 'm', long)]
+    modified: bool,
+    /// Tracked files deleted from the working tree.
+    #[arg(short = 'd', long)]
+    deleted: bool,
+    /// End each path with a NUL byte, written as it is (no quoting).
+    #[arg(short = 'z')]
+    nul: bool,
+}
+
+/// `git ls-files`: paths from the top folder, in git's order (by bytes),
+/// quoted as status quotes them unless `-z`.
+pub fn ls_files(a: LsFilesArgs) -> Result<u8> {
+    let repo = crate::repo_args::open_worktree()?;
+    let specs = repo_paths(&repo, &a.paths)?;
+    let wanted = |p: &[u8]| specs.is_empty() || specs.iter().any(|s| is_under(p, s));
+    let mut listed: Vec<Vec<u8>> = Vec::new();
+    let changes = a.modified || a.deleted || a.others;
+    if a.cached || !changes {
+        listed.extend(repo.load_dirstate()?.entries.keys().map(<[u8]>::to_vec));
+    }
+    if changes {
+        let st = repo.status_listing()?;
+        if a.others {
+            listed.extend(st.untracked.iter().cloned());
+        }
+        for e in &st.unstaged {
+            let deleted = e.kind == ChangeKind::Deleted;
+            if (a.modified && e.kind != ChangeKind::Added) || (a.deleted && deleted) {
+                listed.push(e.path.clone());
+            }
+        }
+    }
+    listed.retain(|p| wanted(p));
+    listed.sort();
+    listed.dedup();
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    for p in &listed {
+        match a.nul {
+            true => {
+                out.write_all(p)?;
+                out.write_all(b"\0")?;
+            }
+            false => writeln!(out, "{}", show_path(p))?,
+        }
+    }
+    out.flush()?;
+    Ok(0)
+}
+
+#[derive(Args)]
 pub struct LsTreeArgs {
     /// REV or REV:PATH (default HEAD).
     spec: Option<String>,

@@ -100,6 +100,8 @@ enum Command {
     Cat(inspect::CatArgs),
     /// List a tree: `dmv ls-tree [-r] REV[:PATH]`.
     LsTree(inspect::LsTreeArgs),
+    /// List the files in the staging area (tracked), or the untracked, modified or deleted ones.
+    LsFiles(inspect::LsFilesArgs),
     /// Show each line of a text file with the commit, author and date that last changed it.
     Blame(textcmds::BlameArgs),
     /// Print the lines of tracked files (or of a revision's files) that match a pattern.
@@ -254,6 +256,7 @@ fn main() -> ExitCode {
         Command::Diff(a) => inspect::diff(a),
         Command::Cat(a) => inspect::cat(a),
         Command::LsTree(a) => inspect::ls_tree(a),
+        Command::LsFiles(a) => inspect::ls_files(a),
         Command::Blame(a) => textcmds::blame(a),
         Command::Grep(a) => textcmds::grep(a),
         Command::Describe(a) => textcmds::describe(a),

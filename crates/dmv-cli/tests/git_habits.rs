@@ -595,3 +595,36 @@ fn aliases_editor_help_and_mistyped_options_follow_git() {
     assert_eq!(two.lines().count(), 2, "{two}");
     assert!(two.starts_with(&dmv(&d, &["reflog", "-n", "1"])));
 }
+
+/// `ls-files` and its `-o`, `-m`, `-d`, `-z`, as git's.
+#[test]
+fn ls_files_lists_what_gits_lists() {
+    let t = tempfile::tempdir().unwrap();
+    let w = Twins::new(t.path());
+    for f in ["a.txt", "b c.txt", "dir/d.txt", "dir/e.txt", "z.txt"] {
+        w.write(f, f);
+    }
+    w.both(&["add", "-A"]);
+    w.both(&["commit", "-q", "-m", "one"]);
+    w.write("a.txt", "changed");
+    w.write("new/f.txt", "f");
+    for tree in [&w.g, &w.d] {
+        std::fs::remove_file(tree.join("dir/e.txt")).unwrap();
+    }
+    w.write("staged.txt", "s");
+    w.both(&["add", "staged.txt"]);
+    for args in [
+        &["ls-files"][..],
+        &["ls-files", "dir"],
+        &["ls-files", "-o"],
+        &["ls-files", "-m"],
+        &["ls-files", "-d"],
+        &["ls-files", "-z"],
+    ] {
+        let want = match args.get(1) {
+            Some(&"-o") => git(&w.g, &["ls-files", "-o", "--exclude-standard"]),
+            _ => git(&w.g, args),
+        };
+        assert_eq!(dmv(&w.d, args), want, "{args:?}");
+    }
+}
