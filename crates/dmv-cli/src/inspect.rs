@@ -859,7 +859,7 @@ fn print_name_status(out: &mut impl Write, repo: &Repository, changes: &[Change]
     Ok(())
 }
 
-fn print_stat(
+pub(crate) fn print_stat(
     out: &mut impl Write,
     repo: &Repository,
     changes: &[Change],

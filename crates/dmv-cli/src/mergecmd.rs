@@ -60,13 +60,24 @@ pub fn merge(a: MergeArgs) -> Result<u8> {
         _ => dmv_repo::FastForward::Allow,
     };
     let message = (!a.message.is_empty()).then(|| a.message.join("\n\n"));
+    let before = repo.head_commit()?;
     let outcome = dmv_sync::merge(&repo, theirs, &rev, ff, message.as_deref(), &p)?;
     p.finish();
     // Quiet, as pull's: conflicts still need saying, they leave work to do.
     if quiet && !matches!(outcome, MergeOutcome::Conflicts(_)) {
         return Ok(0);
     }
-    report(&repo, &outcome, &rev)
+    let code = report(&repo, &outcome, &rev)?;
+    // As git's: what the merge brought, as a diffstat.
+    if let (MergeOutcome::FastForward(after) | MergeOutcome::Merged(after), Some(before)) =
+        (&outcome, before)
+    {
+        let tree = |id: &dmv_repo::store::ObjectId| repo.commit(id).map(|c| c.tree);
+        let changes =
+            dmv_repo::diff_trees(&repo.store, Some(&tree(&before)?), Some(&tree(after)?))?;
+        crate::inspect::print_stat(&mut std::io::stdout().lock(), &repo, &changes, false)?;
+    }
+    Ok(code)
 }
 
 /// Says what a merge did (exit 1 on conflicts); `pull` and `sync` end here too.

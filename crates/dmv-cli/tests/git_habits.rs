@@ -628,3 +628,28 @@ fn ls_files_lists_what_gits_lists() {
         assert_eq!(dmv(&w.d, args), want, "{args:?}");
     }
 }
+
+/// `merge` ends with git's diffstat of what it brought.
+#[test]
+fn merge_prints_gits_diffstat() {
+    let t = tempfile::tempdir().unwrap();
+    let w = Twins::new(t.path());
+    w.write("a.txt", "one\n");
+    w.both(&["add", "-A"]);
+    w.both(&["commit", "-q", "-m", "one"]);
+    w.both(&["switch", "-q", "-c", "side"]);
+    w.write("a.txt", "one\ntwo\n");
+    w.write("dir/b.txt", "b\nb\nb\n");
+    w.both(&["add", "-A"]);
+    w.both(&["commit", "-q", "-m", "two"]);
+    w.both(&["switch", "-q", "main"]);
+    let stat = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.contains(" | "))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect()
+    };
+    let (g, d) = w.both(&["merge", "side"]);
+    assert_eq!(stat(&d), stat(&g), "{d}\n{g}");
+    assert_eq!(stat(&d).len(), 2, "{d}");
+}
