@@ -24,7 +24,7 @@ pub struct LogArgs {
     oneline: bool,
     /// Each commit as this text, with git's placeholders: %H %h (commit id),
     /// %T %t (tree), %P %p (parents), %an %ae %ad %at %ar %as (author), %cn
-    /// %ce %cd %ct %cr %cs (committer), %s (subject), %b (body), %n
+    /// %ce %cd %ct %cr %cs (committer), %s (subject), %b (body), %B (the raw message), %n
     /// (newline), %%; or git's named formats oneline, short, medium, full, fuller.
     #[arg(long, alias = "pretty", value_name = "FORMAT")]
     format: Option<String>,
@@ -448,6 +448,7 @@ fn format_commit(format: &str, info: &dmv_repo::CommitInfo) -> String {
                 Some('p') => (ids(true), 1),
                 Some('s') => (subject.to_string(), 1),
                 Some('b') => (body.to_string(), 1),
+                Some('B') => (c.message.clone(), 1),
                 Some('n') => ("\n".to_string(), 1),
                 Some('%') => ("%".to_string(), 1),
                 _ => ("%".to_string(), 0),

@@ -153,6 +153,9 @@ pub struct CherryPickArgs {
     /// Commit the pick in progress once its conflicts are settled, with the picked commit's message.
     #[arg(long = "continue", conflicts_with = "abort")]
     continue_pick: bool,
+    /// End the message with "(cherry picked from commit ID)", as git's -x.
+    #[arg(short = 'x')]
+    record_origin: bool,
     #[command(flatten)]
     quiet: Quiet,
 }
@@ -174,7 +177,7 @@ pub fn cherry_pick(a: CherryPickArgs) -> Result<u8> {
             return Ok(0);
         }
         let id = repo
-            .commit_staged(&repo.commit(&state.theirs)?.message)?
+            .commit_staged(&repo.merges().default_message(&state)?)?
             .ok_or_else(|| anyhow!("nothing was committed"))?;
         if !quiet {
             println!(
@@ -190,7 +193,7 @@ pub fn cherry_pick(a: CherryPickArgs) -> Result<u8> {
         .ok_or_else(|| anyhow!("usage: dmv cherry-pick REV | --abort | --continue"))?;
     let pick = repo.resolve(&rev)?;
     let p = Bar::new("picking");
-    let outcome = dmv_sync::cherry_pick(&repo, pick, &rev, &p)?;
+    let outcome = dmv_sync::cherry_pick(&repo, pick, &rev, a.record_origin, &p)?;
     p.finish();
     match outcome {
         MergeOutcome::Merged(id) if !quiet => println!(

@@ -653,3 +653,59 @@ fn merge_prints_gits_diffstat() {
     assert_eq!(stat(&d), stat(&g), "{d}\n{g}");
     assert_eq!(stat(&d).len(), 2, "{d}");
 }
+
+/// `cherry-pick -x` names the picked commit as git's does, also when the
+/// pick is concluded after a conflict.
+#[test]
+fn cherry_pick_x_names_the_picked_commit() {
+    let t = tempfile::tempdir().unwrap();
+    let w = Twins::new(t.path());
+    w.write("a.txt", "one\n");
+    w.both(&["add", "-A"]);
+    w.both(&["commit", "-q", "-m", "one"]);
+    w.both(&["switch", "-q", "-c", "side"]);
+    w.write("b.txt", "b\n");
+    w.both(&["add", "-A"]);
+    w.both(&["commit", "-q", "-m", "add b"]);
+    w.write("a.txt", "side\n");
+    w.both(&["commit", "-q", "-a", "-m", "change a on the side"]);
+    w.both(&["switch", "-q", "main"]);
+    let picked = |dir: &Path, is_git: bool, rev: &str| match is_git {
+        true => git(dir, &["rev-parse", rev]),
+        false => dmv(dir, &["rev-parse", rev]),
+    };
+    let message = |dir: &Path, is_git: bool| match is_git {
+        true => git(dir, &["log", "-1", "--format=%B"]),
+        false => dmv(dir, &["log", "-1", "--format=%B"]),
+    };
+    let side_b = (picked(&w.g, true, "side~1"), picked(&w.d, false, "side~1"));
+    w.both(&["cherry-pick", "-x", "side~1"]);
+    for (dir, is_git, id) in [(&w.g, true, &side_b.0), (&w.d, false, &side_b.1)] {
+        assert_eq!(
+            message(dir, is_git).trim_end(),
+            format!("add b\n\n(cherry picked from commit {})", id.trim()),
+            "git: {is_git}"
+        );
+    }
+    // A conflict, settled, then --continue: the line is still there.
+    w.write("a.txt", "main\n");
+    w.both(&["commit", "-q", "-a", "-m", "change a on main"]);
+    let side = picked(&w.d, false, "side");
+    let out = dmv_out(&w.d, &["cherry-pick", "-x", "side"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    write(&w.d, "a.txt", "settled\n");
+    dmv(&w.d, &["add", "a.txt"]);
+    dmv(&w.d, &["cherry-pick", "--continue"]);
+    assert_eq!(
+        message(&w.d, false).trim_end(),
+        format!(
+            "change a on the side\n\n(cherry picked from commit {})",
+            side.trim()
+        )
+    );
+    assert!(!w.d.join(".dmv/MERGE_MSG").exists());
+    // Without -x, the picked message as it was.
+    dmv(&w.d, &["switch", "-q", "-c", "again", "main~3"]);
+    dmv(&w.d, &["cherry-pick", "side~1"]);
+    assert_eq!(message(&w.d, false).trim_end(), "add b");
+}

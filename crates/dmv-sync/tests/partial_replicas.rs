@@ -203,7 +203,7 @@ fn a_meta_clone_merges_picks_and_reverts_text_line_by_line_as_a_full_clone_does(
         let third = studio.commit_all("studio: third line");
         studio.push().unwrap();
         phone.fetch().unwrap();
-        let picked = dmv_sync::cherry_pick(&phone.repo, third, "third", &Silent).unwrap();
+        let picked = dmv_sync::cherry_pick(&phone.repo, third, "third", false, &Silent).unwrap();
         assert!(
             matches!(picked, MergeOutcome::Merged(_)),
             "{slice}: {picked:?}"

@@ -14,7 +14,35 @@ impl Merges<'_> {
     /// Applies the change `pick` (named `label` in messages) made to its
     /// parent onto HEAD. `Merged` names the new commit; `UpToDate` says the
     /// change is already on HEAD (nothing is committed); `Conflicts` leaves
-    /// a pick in progress.
+    /// a pick in progress. With `record_origin` (`-x`), the message ends
+    /// with git's "(cherry picked from commit ID)".
+    pub fn cherry_pick_recording(
+        &self,
+        pick: ObjectId,
+        label: &str,
+        record_origin: bool,
+        progress: &dyn Progress,
+    ) -> RepoResult<MergeOutcome> {
+        if !record_origin || self.merge_state()?.is_some() {
+            return self.cherry_pick(pick, label, progress);
+        }
+        let message = format!(
+            "{}\n\n(cherry picked from commit {})",
+            self.commit(&pick)?.message.trim_end(),
+            pick.to_hex()
+        );
+        {
+            let _wlock = self.repository().lock_worktree()?;
+            self.keep_merge_message(&pick, &message)?;
+        }
+        let outcome = self.cherry_pick(pick, label, progress);
+        if !matches!(outcome, Ok(MergeOutcome::Conflicts(_))) && self.merge_state()?.is_none() {
+            self.forget_merge_message()?;
+        }
+        outcome
+    }
+
+    /// Applies the change of commit `pick` onto HEAD, as `cherry-pick`.
     pub fn cherry_pick(
         &self,
         pick: ObjectId,

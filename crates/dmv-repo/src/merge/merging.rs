@@ -443,13 +443,16 @@ impl Merges<'_> {
 
     /// What concludes `state` without `-m`: git's "Merge branch 'LABEL'"
     /// (see [`Merges::merge_message`]), or the picked commit's message.
-    pub(crate) fn default_message(&self, state: &MergeState) -> RepoResult<String> {
+    pub fn default_message(&self, state: &MergeState) -> RepoResult<String> {
         Ok(match state.kind {
             MergeKind::Merge => match self.given_merge_message(&state.theirs)? {
                 Some(given) => given,
                 None => self.merge_message(&state.label)?,
             },
-            MergeKind::CherryPick => self.commit(&state.theirs)?.message,
+            MergeKind::CherryPick => match self.given_merge_message(&state.theirs)? {
+                Some(given) => given,
+                None => self.commit(&state.theirs)?.message,
+            },
         })
     }
 

@@ -31,16 +31,20 @@ pub fn merge(
         .merge_with_message(theirs, label, ff, message, progress)?)
 }
 
-/// Applies the change of commit `pick` (against its first parent) onto HEAD.
+/// Applies the change of commit `pick` (against its first parent) onto
+/// HEAD; with `record_origin` (`-x`) its message names the picked commit.
 pub fn cherry_pick(
     repo: &Repository,
     pick: ObjectId,
     label: &str,
+    record_origin: bool,
     progress: &dyn Progress,
 ) -> SyncResult<MergeOutcome> {
     let parent = repo.commit(&pick)?.parents.first().copied();
     fetch_what_a_pick_reads(repo, parent, pick, progress)?;
-    Ok(repo.merges().cherry_pick(pick, label, progress)?)
+    Ok(repo
+        .merges()
+        .cherry_pick_recording(pick, label, record_origin, progress)?)
 }
 
 /// Commits the undoing of `target`'s change (against its first parent) on HEAD.
