@@ -42,19 +42,22 @@ struct Shape {
     facts: String,
 }
 
-/// Shapes by repository and content id: a version is read once, whatever
-/// commit or folder shows it (a 100-byte answer each; 100,000 kept).
-static SHAPES: LazyLock<Flights<(PathBuf, ObjectId), Shape>> =
+/// Shapes by repository, content id and whether its data was here: a
+/// version is read once, whatever commit or folder shows it (a 100-byte
+/// answer each; 100,000 kept), and read again once its data arrives (a
+/// server's view of a bucket fetches a photo when its thumbnail is asked for).
+static SHAPES: LazyLock<Flights<(PathBuf, ObjectId, bool), Shape>> =
     LazyLock::new(|| Flights::new(100_000));
 
 fn shape(repo: &Repository, e: &TreeEntry) -> Shape {
-    SHAPES.get(&(repo.dmv.clone(), e.id), || {
+    let here = data_here(repo, &e.id);
+    SHAPES.get(&(repo.dmv.clone(), e.id, here), || {
         let unknown = Shape {
             ratio: 1.5,
             taken: None,
             facts: String::new(),
         };
-        if !data_here(repo, &e.id) {
+        if !here {
             return unknown;
         }
         let mut head = Vec::new();
