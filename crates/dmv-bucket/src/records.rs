@@ -8,7 +8,6 @@
 
 use opendal::ErrorKind;
 
-use crate::config;
 use crate::error::BucketResult;
 use crate::objects::Objects;
 use crate::url::{BucketOptions, Conn};
@@ -34,11 +33,12 @@ fn check_name(what: &str) -> bool {
 }
 
 impl SharedRecords {
-    /// Connects to the repository at `url` (one must be there).
+    /// The records at `url`. Nothing is asked of the bucket yet: a server
+    /// may start before the first push makes the repository there.
     pub fn open(url: &str, options: &BucketOptions) -> BucketResult<SharedRecords> {
-        let conn = Conn::new(url, options)?;
-        config::read_or_create(&conn, None)?;
-        Ok(SharedRecords { conn })
+        Ok(SharedRecords {
+            conn: Conn::new(url, options)?,
+        })
     }
 
     fn key(&self, kind: &str, name: &str) -> BucketResult<String> {

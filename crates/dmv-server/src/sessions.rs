@@ -217,8 +217,15 @@ pub(crate) fn place_for(config: &ServerConfig) -> Result<SessionPlace, String> {
         return Ok(SessionPlace::Bucket(Box::new(records)));
     }
     if let Some(dir) = chosen.and_then(RepoPlace::dir) {
-        let repo = dmv_repo::Repository::open(dir).map_err(|e| in_repo(e.to_string()))?;
-        return Ok(SessionPlace::Folder(repo.dmv.join("web-logins")));
+        // A folder that is no repository yet (its first push is to come)
+        // gets no `.dmv` of ours: the logins stay in memory, as said.
+        match dmv_repo::Repository::open(dir) {
+            Ok(repo) => return Ok(SessionPlace::Folder(repo.dmv.join("web-logins"))),
+            Err(e) => eprintln!(
+                "warning: web logins are kept in memory (a restart ends them): {}",
+                in_repo(e.to_string())
+            ),
+        }
     }
     Ok(SessionPlace::Memory(Mutex::default()))
 }
