@@ -766,6 +766,9 @@ enum StashAction {
         /// Put untracked files aside too (not ignored ones); they come back untracked.
         #[arg(short = 'u', long = "include-untracked")]
         include_untracked: bool,
+        /// Only the changes at or under these paths: `stash push -- PATH…`.
+        #[arg(last = true)]
+        paths: Vec<PathBuf>,
     },
     /// Bring a stash back (default the newest, 0) and remove it.
     Pop {
@@ -817,13 +820,16 @@ pub fn stash(a: StashArgs) -> Result<u8> {
     match a.action.unwrap_or(StashAction::Push {
         message: None,
         include_untracked: false,
+        paths: Vec::new(),
     }) {
         StashAction::Push {
             message,
             include_untracked,
-        } => match repo.merges().stash_push(
+            paths,
+        } => match repo.merges().stash_push_paths(
             message.as_deref(),
             include_untracked || a.include_untracked,
+            &repo_paths(&repo, &paths)?,
             &p,
         )? {
             Some(s) => println!("Saved working directory and index state {}", s.message),

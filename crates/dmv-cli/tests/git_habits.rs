@@ -315,7 +315,7 @@ impl Twins {
         );
         // The same commits (their order among equal times aside), the same at HEAD.
         let subjects = |text: String| {
-            let mut all: Vec<String> = text.lines().map(str::to_string).collect();
+            let mut all: Vec<String> = masked(&text);
             all.sort();
             all
         };
@@ -708,4 +708,43 @@ fn cherry_pick_x_names_the_picked_commit() {
     dmv(&w.d, &["switch", "-q", "-c", "again", "main~3"]);
     dmv(&w.d, &["cherry-pick", "side~1"]);
     assert_eq!(message(&w.d, false).trim_end(), "add b");
+}
+
+/// `stash push -- PATH`: only those paths' changes go aside, as git's.
+#[test]
+fn stash_push_of_paths_keeps_the_other_changes() {
+    let t = tempfile::tempdir().unwrap();
+    let w = Twins::new(t.path());
+    for f in ["a.txt", "dir/b.txt", "dir/c.txt", "keep.txt"] {
+        w.write(f, "one\n");
+    }
+    w.both(&["add", "-A"]);
+    w.both(&["commit", "-q", "-m", "one"]);
+    w.write("a.txt", "two\n");
+    w.write("dir/b.txt", "two\n");
+    w.write("keep.txt", "two\n");
+    w.write("dir/new.txt", "new\n");
+    w.both(&["add", "keep.txt", "dir/new.txt"]);
+    w.write("dir/c.txt", "staged then changed\n");
+    git_at(&w.g, 1_700_000_000, &["stash", "push", "-q", "--", "dir"]);
+    dmv(&w.d, &["stash", "push", "--", "dir"]);
+    w.agree("stash push -- dir");
+    for f in ["dir/b.txt", "dir/c.txt", "a.txt"] {
+        assert_eq!(
+            std::fs::read(w.d.join(f)).unwrap(),
+            std::fs::read(w.g.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    assert!(!w.d.join("dir/new.txt").exists());
+    git(&w.g, &["stash", "pop", "-q"]);
+    dmv(&w.d, &["stash", "pop"]);
+    w.agree("stash pop");
+    for f in ["dir/b.txt", "dir/c.txt", "dir/new.txt", "a.txt", "keep.txt"] {
+        assert_eq!(
+            std::fs::read(w.d.join(f)).unwrap(),
+            std::fs::read(w.g.join(f)).unwrap(),
+            "{f}"
+        );
+    }
 }

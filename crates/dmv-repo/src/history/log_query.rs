@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use dmv_store::ObjectId;
 
 use crate::history::graph::{in_topo_order, CommitInfo};
-use crate::ref_names::{BRANCHES, REMOTE_BRANCHES, TAGS};
+use crate::ref_names::{BRANCHES, REMOTE_BRANCHES, STASHES, TAGS};
 use crate::repository::handles::History;
 use crate::repository::refs::Head;
 use crate::RepoResult;
@@ -113,7 +113,8 @@ impl<'r> History<'r> {
         })
     }
 
-    /// The commits every branch, remote-tracking branch and tag names.
+    /// The commits every branch, remote-tracking branch and tag names, and
+    /// the newest stash (git's `refs/stash`; the older ones are its reflog).
     fn every_tip(&self) -> RepoResult<Vec<ObjectId>> {
         let repo = self.repository();
         let mut tips = Vec::new();
@@ -121,6 +122,9 @@ impl<'r> History<'r> {
             for (_, id) in repo.refs.list(prefix)? {
                 tips.push(repo.peel(&id)?);
             }
+        }
+        if let Some((_, newest)) = repo.refs.list(STASHES)?.last() {
+            tips.push(*newest);
         }
         tips.sort_unstable();
         tips.dedup();

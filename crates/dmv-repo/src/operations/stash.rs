@@ -66,6 +66,23 @@ impl Merges<'_> {
         untracked: bool,
         progress: &dyn Progress,
     ) -> RepoResult<Option<Stash>> {
+        self.stash_push_paths(message, untracked, &[], progress)
+    }
+
+    /// [`Merges::stash_push`] of the changes at or under `paths` only (all:
+    /// empty), as `stash push -- PATH…`: the stash holds HEAD's files with
+    /// those paths' staged and working versions, and only those paths go
+    /// back to HEAD; other changes stay where they are.
+    pub fn stash_push_paths(
+        &self,
+        message: Option<&str>,
+        untracked: bool,
+        paths: &[Vec<u8>],
+        progress: &dyn Progress,
+    ) -> RepoResult<Option<Stash>> {
+        let all = [Vec::new()];
+        let specs: &[Vec<u8>] = if paths.is_empty() { &all } else { paths };
+        let whole = paths.is_empty() || paths.iter().any(|p| p.is_empty());
         self.require_worktree()?;
         self.signer()?;
         let _wlock = self.lock_worktree()?;
@@ -77,17 +94,45 @@ impl Merges<'_> {
             .ok_or_else(|| RepoError::UnknownRevision("HEAD (no commit to stash on)".into()))?;
         let mut ds = self.load_dirstate()?;
         let mut session = self.store.begin_write()?;
-        let staged = ds.write_tree(&mut session)?;
+        let head_tree = self.commit(&head)?.tree;
+        // With paths: HEAD's files, those at the paths as `from` has them.
+        let only_paths = |session: &mut dmv_store::WriteSession<'_>, from: &Dirstate| {
+            if whole {
+                return from.write_tree(session);
+            }
+            let mut files = flatten(&self.store, &head_tree)?;
+            files.retain(|p, _| !specs.iter().any(|s| crate::paths::matches(p, s)));
+            for (p, e) in from.entries.iter() {
+                if specs.iter().any(|s| crate::paths::matches(p, s)) {
+                    files.insert(p.to_vec(), e.flat());
+                }
+            }
+            build(session, files.iter().map(|(p, e)| (p.as_slice(), *e)))
+        };
+        let staged = only_paths(&mut session, &ds)?;
+        // Files staged as new at the paths: stashed, so they leave the working tree too.
+        let added_at_paths: Vec<Vec<u8>> = match whole {
+            true => Vec::new(),
+            false => {
+                let head_files = flatten(&self.store, &head_tree)?;
+                ds.entries
+                    .keys()
+                    .filter(|p| specs.iter().any(|s| crate::paths::matches(p, s)))
+                    .filter(|p| !head_files.contains_key(*p))
+                    .map(<[u8]>::to_vec)
+                    .collect()
+            }
+        };
         // The changed files' content is stored as `add` would, into a copy of the dirstate that is not saved.
         self.worktree()
-            .stage(&mut session, &mut ds, &[Vec::new()], true, progress)?;
-        let tree = ds.write_tree(&mut session)?;
+            .stage(&mut session, &mut ds, specs, true, progress)?;
+        let tree = only_paths(&mut session, &ds)?;
         // The untracked files: what staging everything adds to the tracked entries.
         let mut loose: FlatTree = FlatTree::new();
         if untracked {
             let tracked: HashSet<Vec<u8>> = ds.entries.iter().map(|(p, _)| p.to_vec()).collect();
             self.worktree()
-                .stage(&mut session, &mut ds, &[Vec::new()], false, progress)?;
+                .stage(&mut session, &mut ds, specs, false, progress)?;
             for (path, e) in ds.entries.iter().filter(|(p, _)| !tracked.contains(*p)) {
                 loose.insert(
                     path.to_vec(),
@@ -116,6 +161,8 @@ impl Merges<'_> {
             ),
         };
         let me = self.signer()?;
+        // As git's: each of the stash's commits names HEAD by id and subject.
+        let subject = head_commit.message.lines().next().unwrap_or("");
         let mut parents = vec![head];
         // The staged tree's commit is the second parent when it differs, and always before a third.
         if staged != head_commit.tree || !loose.is_empty() {
@@ -124,7 +171,7 @@ impl Merges<'_> {
                 parents: vec![head],
                 author: me.clone(),
                 committer: me.clone(),
-                message: format!("index on {on}: {}", head.short()),
+                message: format!("index on {on}: {} {subject}", head.short()),
             };
             parents
                 .push(session.put_object(ObjectKind::Commit, &dmv_store::object::encode(&index))?);
@@ -136,7 +183,7 @@ impl Merges<'_> {
                 parents: Vec::new(),
                 author: me.clone(),
                 committer: me.clone(),
-                message: format!("untracked files on {on}: {}", head.short()),
+                message: format!("untracked files on {on}: {} {subject}", head.short()),
             };
             parents
                 .push(session.put_object(ObjectKind::Commit, &dmv_store::object::encode(&commit))?);
@@ -169,7 +216,16 @@ impl Merges<'_> {
         )?;
         drop(session);
         // Kept under its ref first: now the working tree may go back to HEAD.
-        self.discard_changes()?;
+        match whole {
+            true => self.discard_changes()?,
+            false => {
+                self.worktree().restore(specs, None, true)?;
+                self.worktree().restore(specs, None, false)?;
+                for path in &added_at_paths {
+                    self.worktree().remove_worktree_file(path)?;
+                }
+            }
+        }
         for path in loose.keys() {
             self.worktree().remove_worktree_file(path)?;
         }
