@@ -544,10 +544,6 @@ fn aliases_editor_help_and_mistyped_options_follow_git() {
         "#!/bin/sh\necho 'written by core.editor' > \"$1\"\n",
     )
     .unwrap();
-    std::os::unix::fs::PermissionsExt::set_mode(
-        &mut std::fs::metadata(&editor).unwrap().permissions(),
-        0o755,
-    );
     Command::new("chmod")
         .arg("755")
         .arg(&editor)
