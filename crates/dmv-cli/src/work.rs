@@ -446,7 +446,7 @@ pub fn add(a: AddArgs) -> Result<u8> {
         }
     }
     let p = Bar::new("adding");
-    repo.add_settling_with(&specs, a.update, &p)?;
+    repo.add_settling(&specs, a.update, &p)?;
     Ok(0)
 }
 

@@ -171,14 +171,16 @@ fn add_of_named_paths_stages_what_the_whole_walk_would() {
     assert!(s.staged_new().contains(&"shoot/day2/d.raw".to_string()));
     let staged = s.staged_new();
     for nothing in ["top.jpg/x", "no/such"] {
-        let add = s.repo.add_settling(&[b(nothing)], &dmv_repo::Silent);
+        let add = s.repo.add_settling(&[b(nothing)], false, &dmv_repo::Silent);
         assert!(add.is_err(), "{nothing}");
     }
     // Named into .dmv (in any case) or a temporary file: not the user's,
     // never staged, whichever front end passes the path.
     s.write(".dmv-tmp-1-x", "a write in progress");
     for reserved in [".dmv/config", ".DMV/config", "deep/.Dmv/c", ".dmv-tmp-1-x"] {
-        let add = s.repo.add_settling(&[b(reserved)], &dmv_repo::Silent);
+        let add = s
+            .repo
+            .add_settling(&[b(reserved)], false, &dmv_repo::Silent);
         assert!(add.is_err(), "{reserved}: {add:?}");
     }
     assert_eq!(s.staged_new(), staged);

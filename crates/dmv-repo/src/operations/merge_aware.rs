@@ -273,13 +273,8 @@ impl Repository {
 
     /// `add`, git's way during a merge: staging a conflicted file (or a
     /// folder holding it) settles its conflict with the file as it is now.
-    pub fn add_settling(&self, specs: &[Vec<u8>], progress: &dyn Progress) -> RepoResult<usize> {
-        self.add_settling_with(specs, false, progress)
-    }
-
-    /// [`Repository::add_settling`]; with `tracked_only`, only the changes
-    /// of files already tracked are staged (`add -u`), no new file.
-    pub fn add_settling_with(
+    /// With `tracked_only`, only the changes of tracked files (`add -u`).
+    pub fn add_settling(
         &self,
         specs: &[Vec<u8>],
         tracked_only: bool,

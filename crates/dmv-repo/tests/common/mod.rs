@@ -68,7 +68,7 @@ impl Scratch {
         } else {
             paths.iter().map(|p| p.as_bytes().to_vec()).collect()
         };
-        self.repo.add_settling(&specs, &Silent).expect("add");
+        self.repo.add_settling(&specs, false, &Silent).expect("add");
     }
 
     /// Stages everything and commits it; None when there was nothing to commit.
