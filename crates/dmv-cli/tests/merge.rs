@@ -137,7 +137,15 @@ fn fast_forward_then_up_to_date() {
     let feature = rev(d, "feature");
     dmv(d, &["switch", "main"]);
     let out = dmv(d, &["merge", "feature"]);
-    assert_eq!(out.trim(), format!("Fast-forward to {}", &feature[..12]));
+    // As git's: where it went, then a diffstat of what it brought.
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [
+            format!("Fast-forward to {}", &feature[..12]).as_str(),
+            " b.bin | Bin 0 -> 100000 bytes",
+            " 1 file changed, 1 added, 0 modified, 0 deleted"
+        ]
+    );
     assert_eq!(dmv(d, &["merge", "feature"]).trim(), "Already up to date.");
     assert_eq!(dmv(d, &["merge", "HEAD~1"]).trim(), "Already up to date.");
 }
@@ -181,7 +189,10 @@ fn no_ff_makes_a_merge_commit_and_ff_only_refuses_one() {
     let main = rev(d, "main");
     dmv(d, &["switch", "-c", "behind", "HEAD~1"]);
     assert_eq!(
-        dmv(d, &["merge", "--ff-only", "main"]).trim(),
+        dmv(d, &["merge", "--ff-only", "main"])
+            .lines()
+            .next()
+            .unwrap(),
         format!("Fast-forward to {}", &main[..12])
     );
     assert_eq!(
