@@ -225,6 +225,38 @@ fn gc_during_a_stash_keeps_what_it_puts_aside() {
     fsck_clean(d);
 }
 
+/// `stash push -- PATH` paused before its ref is written, gc running and
+/// `add` waiting for the working tree meanwhile: the stashed path comes
+/// back whole, the change at the other path and the second writer's file
+/// stay staged or changed as they were.
+#[test]
+fn a_stash_of_one_path_with_gc_and_a_second_writer_at_the_same_moment_loses_nothing() {
+    let repo = repo_with_one_commit();
+    let d = repo.path();
+    std::fs::create_dir(d.join("dir")).unwrap();
+    write_noise(&d.join("dir/b.raw"), 3 << 20, 51);
+    dmv(d, &["add", "dir/b.raw"]);
+    dmv(d, &["commit", "-m", "b"]);
+    write_noise(&d.join("dir/b.raw"), 3 << 20, 52);
+    let stashed = std::fs::read(d.join("dir/b.raw")).unwrap();
+    std::fs::write(d.join("a.txt"), "a, kept\n").unwrap();
+    write_noise(&d.join("c.raw"), 2 << 20, 53);
+    let mut stash = dmv_cmd(d);
+    stash.args(["stash", "push", "--", "dir"]);
+    let paused = Paused::start(stash, "stash-before-ref");
+    let add = spawn(d, &["add", "c.raw"]);
+    std::thread::sleep(Duration::from_millis(200));
+    ok(&gc_while_paused(d, paused));
+    ok(&add.wait_with_output().unwrap());
+    fsck_clean(d);
+    assert_eq!(dmv(d, &["status", "--short"]), " M a.txt\nA  c.raw\n");
+    dmv(d, GC_NOW);
+    dmv(d, &["stash", "pop"]);
+    assert!(std::fs::read(d.join("dir/b.raw")).unwrap() == stashed);
+    assert_eq!(std::fs::read(d.join("a.txt")).unwrap(), b"a, kept\n");
+    fsck_clean(d);
+}
+
 /// Commits `b.raw`, then runs `reset ARGS HEAD~1` paused before its ref
 /// moves, with `add c.raw` waiting for the working tree and gc running
 /// meanwhile; checks the store, that the branch is back at "a" and that the
