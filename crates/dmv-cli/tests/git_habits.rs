@@ -10,23 +10,7 @@ use std::process::Command;
 use common::*;
 
 fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "Ada")
-        .env("GIT_AUTHOR_EMAIL", "ada@example.org")
-        .env("GIT_COMMITTER_NAME", "Ada")
-        .env("GIT_COMMITTER_EMAIL", "ada@example.org")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    run_git(dir, None, args)
 }
 
 fn lines(text: &str) -> Vec<&str> {
@@ -101,20 +85,26 @@ fn status_reads_gitignore_and_speaks_gits_porcelain() {
 
 /// `git` with the author and committer dates set to `secs` after the epoch.
 fn git_at(dir: &Path, secs: u64, args: &[&str]) -> String {
-    let date = format!("@{secs} +0000");
-    let out = Command::new("git")
-        .current_dir(dir)
+    run_git(dir, Some(secs), args)
+}
+
+/// `git` as Ada, in a home of its own (`dir`), at `secs` when given.
+fn run_git(dir: &Path, secs: Option<u64>, args: &[&str]) -> String {
+    let mut git = Command::new("git");
+    git.current_dir(dir)
         .args(args)
         .env("GIT_AUTHOR_NAME", "Ada")
         .env("GIT_AUTHOR_EMAIL", "ada@example.org")
         .env("GIT_COMMITTER_NAME", "Ada")
         .env("GIT_COMMITTER_EMAIL", "ada@example.org")
-        .env("GIT_AUTHOR_DATE", &date)
-        .env("GIT_COMMITTER_DATE", &date)
         .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .output()
-        .expect("git runs");
+        .env("HOME", dir);
+    if let Some(secs) = secs {
+        let date = format!("@{secs} +0000");
+        git.env("GIT_AUTHOR_DATE", &date)
+            .env("GIT_COMMITTER_DATE", &date);
+    }
+    let out = git.output().expect("git runs");
     assert!(
         out.status.success(),
         "git {args:?}: {}",

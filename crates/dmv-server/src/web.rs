@@ -25,7 +25,7 @@ use dmv_repo::Repository;
 use dmv_web::{PageRequest, Reply, Viewer};
 use serde::Deserialize;
 
-use crate::bucket_views::BucketPlace;
+use crate::bucket_views::{BucketPlace, View};
 use crate::channel::ChannelWriter;
 use crate::server_config::{BrowseAccess, RepoPlace, TokenAccess};
 use crate::server_state::{Peer, ServerState};
@@ -463,23 +463,13 @@ async fn serve_page(
     };
     let shared = state.clone();
     let answered = at_low_priority(move || {
-        let (repo, bring) = match source {
-            Source::Dir(dir) => (Repository::open(&dir).map_err(|e| e.to_string())?, None),
-            Source::Bucket { url, options } => {
-                let place = BucketPlace {
-                    url,
-                    options,
-                    index_cache: shared.bucket_cache.path().to_path_buf(),
-                };
-                let view = shared.bucket_views.view(&name, &place)?;
-                let repo = Repository::open(view.dir()).map_err(|e| e.to_string())?;
-                let name = name.clone();
-                let bring: Bringer = Arc::new(move |ids: &[dmv_repo::store::ObjectId]| {
-                    shared.bucket_views.bring(&name, &view, &place, ids)
-                });
-                (repo, Some(bring))
-            }
-        };
+        let (repo, bucket) = source.open(&shared, &name)?;
+        let bring = bucket.map(|(view, place)| {
+            let name = name.clone();
+            Arc::new(move |ids: &[dmv_repo::store::ObjectId]| {
+                shared.bucket_views.bring(&name, &view, &place, ids)
+            }) as Bringer
+        });
         let bring_one = |id: &dmv_repo::store::ObjectId| bring.as_ref().is_some_and(|b| b(&[*id]));
         let reply = dmv_web::respond(
             &repo,
@@ -524,10 +514,11 @@ fn source_of(state: &ServerState, name: &str) -> Result<Source, Response> {
                     Err(e) => return refuse(StatusCode::INTERNAL_SERVER_ERROR, html_text(&e.to_string())),
                 }
             }
-            Ok(Source::Bucket {
+            Ok(Source::Bucket(BucketPlace {
                 url: url.to_string(),
                 options,
-            })
+                index_cache: state.bucket_cache.path().to_path_buf(),
+            }))
         }
         // Only its clients hold the key: there is nothing to show.
         Some(RepoPlace::Sealed { .. }) => refuse(
@@ -548,10 +539,29 @@ fn source_of(state: &ServerState, name: &str) -> Result<Source, Response> {
 enum Source {
     Dir(std::path::PathBuf),
     /// Through the server's view of the bucket (see bucket_views).
-    Bucket {
-        url: String,
-        options: dmv_sync::BucketOptions,
-    },
+    Bucket(BucketPlace),
+}
+
+/// A bucket's view in use, and how to reach the bucket.
+type OpenBucket = (Arc<View>, BucketPlace);
+
+impl Source {
+    /// The repository a page reads, and for a bucket its view (kept while
+    /// the page is made and sent) and how to reach the bucket. Blocks.
+    fn open(
+        self,
+        state: &ServerState,
+        name: &str,
+    ) -> Result<(Repository, Option<OpenBucket>), String> {
+        let open = |dir: &std::path::Path| Repository::open(dir).map_err(|e| e.to_string());
+        match self {
+            Source::Dir(dir) => Ok((open(&dir)?, None)),
+            Source::Bucket(place) => {
+                let view = state.bucket_views.view(name, &place)?;
+                Ok((open(view.dir())?, Some((view, place))))
+            }
+        }
+    }
 }
 
 /// Runs `work` on a thread of its own at a lowered CPU priority, waited
@@ -850,21 +860,11 @@ async fn change_lock(
     };
     let shared = state.clone();
     let answered = tokio::task::spawn_blocking(move || {
-        let (repo, place) = match source {
-            Source::Dir(dir) => (Repository::open(&dir).map_err(|e| e.to_string())?, None),
-            Source::Bucket { url, options } => {
-                let place = BucketPlace {
-                    url,
-                    options,
-                    index_cache: shared.bucket_cache.path().to_path_buf(),
-                };
-                let view = shared.bucket_views.view(&name, &place)?;
-                let repo = Repository::open(view.dir()).map_err(|e| e.to_string())?;
-                (repo, Some(place))
-            }
-        };
+        let (repo, bucket) = source.open(&shared, &name)?;
+        // The view stays while the lock is changed and the answer made.
+        let place = bucket.as_ref().map(|(_, place)| place);
         let views = &shared.bucket_views;
-        let mut in_bucket = |paths: &[String], user: &str, action| match &place {
+        let mut in_bucket = |paths: &[String], user: &str, action| match place {
             Some(place) => views.change_lock(&name, place, paths, user, action),
             None => Ok(()),
         };

@@ -23,23 +23,17 @@ impl Merges<'_> {
         record_origin: bool,
         progress: &dyn Progress,
     ) -> RepoResult<MergeOutcome> {
-        if !record_origin || self.merge_state()?.is_some() {
-            return self.cherry_pick(pick, label, progress);
-        }
-        let message = format!(
-            "{}\n\n(cherry picked from commit {})",
-            self.commit(&pick)?.message.trim_end(),
-            pick.to_hex()
-        );
-        {
-            let _wlock = self.repository().lock_worktree()?;
-            self.keep_merge_message(&pick, &message)?;
-        }
-        let outcome = self.cherry_pick(pick, label, progress);
-        if !matches!(outcome, Ok(MergeOutcome::Conflicts(_))) && self.merge_state()?.is_none() {
-            self.forget_merge_message()?;
-        }
-        outcome
+        let message = match record_origin {
+            true => Some(format!(
+                "{}\n\n(cherry picked from commit {})",
+                self.commit(&pick)?.message.trim_end(),
+                pick.to_hex()
+            )),
+            false => None,
+        };
+        self.with_message(pick, message.as_deref(), || {
+            self.cherry_pick(pick, label, progress)
+        })
     }
 
     /// Applies the change of commit `pick` onto HEAD, as `cherry-pick`.

@@ -165,18 +165,29 @@ impl Merges<'_> {
         message: Option<&str>,
         progress: &dyn Progress,
     ) -> RepoResult<MergeOutcome> {
-        let Some(message) = message else {
-            return self.merge_with(theirs, label, ff, progress);
+        self.with_message(theirs, message, || {
+            self.merge_with(theirs, label, ff, progress)
+        })
+    }
+
+    /// Runs `replay` (a merge or pick of `theirs`) with `message` kept as
+    /// the one its commit takes (see `given_merge_message`), until the
+    /// replay ends: at once, or once its conflicts are settled. Another
+    /// replay in progress keeps its own (`replay` refuses to start).
+    pub(crate) fn with_message(
+        &self,
+        theirs: ObjectId,
+        message: Option<&str>,
+        replay: impl FnOnce() -> RepoResult<MergeOutcome>,
+    ) -> RepoResult<MergeOutcome> {
+        let Some(message) = message.filter(|_| self.merge_state().ok().flatten().is_none()) else {
+            return replay();
         };
-        // Another merge's state (and message) is left alone: merge_with refuses it.
-        if self.merge_state()?.is_some() {
-            return self.merge_with(theirs, label, ff, progress);
-        }
         {
             let _wlock = self.repository().lock_worktree()?;
             self.keep_merge_message(&theirs, message)?;
         }
-        let outcome = self.merge_with(theirs, label, ff, progress);
+        let outcome = replay();
         if !matches!(outcome, Ok(MergeOutcome::Conflicts(_))) && self.merge_state()?.is_none() {
             self.forget_merge_message()?;
         }
