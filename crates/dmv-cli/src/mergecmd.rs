@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::{anyhow, Result};
 use clap::{ArgGroup, Args};
-use dmv_repo::{ConflictedPath, MergeOutcome, Resolution};
+use dmv_repo::{ConflictedPath, MergeOutcome, Resolution, Squashed};
 
 use crate::progress::{Bar, Quiet};
 use crate::repo_args::{open_worktree, repo_paths, show_path};
@@ -32,6 +32,11 @@ pub struct MergeArgs {
     /// The merge commit's message (default: git's "Merge branch 'NAME'").
     #[arg(short, long, conflicts_with = "abort")]
     message: Vec<String>,
+    /// Stage the merged result without committing it or moving HEAD; the
+    /// next `dmv commit` records it as one ordinary commit ("Squashed
+    /// commit of the following:" and the commits, from .dmv/SQUASH_MSG).
+    #[arg(long, conflicts_with_all = ["abort", "no_ff", "message"])]
+    squash: bool,
     #[command(flatten)]
     quiet: Quiet,
 }
@@ -54,6 +59,9 @@ pub fn merge(a: MergeArgs) -> Result<u8> {
         .ok_or_else(|| anyhow!("usage: dmv merge REV or dmv merge --abort"))?;
     let theirs = repo.resolve(&rev)?;
     let p = Bar::new("merging");
+    if a.squash {
+        return squash(&repo, theirs, &rev, quiet, &p);
+    }
     let ff = match (a.no_ff, a.ff_only) {
         (true, _) => dmv_repo::FastForward::Never,
         (_, true) => dmv_repo::FastForward::Only,
@@ -78,6 +86,53 @@ pub fn merge(a: MergeArgs) -> Result<u8> {
         crate::inspect::print_stat(&mut std::io::stdout().lock(), &repo, &changes, false)?;
     }
     Ok(code)
+}
+
+/// `merge --squash`, said as git says it.
+fn squash(
+    repo: &dmv_repo::Repository,
+    theirs: dmv_repo::store::ObjectId,
+    rev: &str,
+    quiet: bool,
+    p: &Bar,
+) -> Result<u8> {
+    let head = repo.head_commit()?;
+    let fast_forward = match head {
+        Some(h) => repo.history().is_ancestor(&h, &theirs)?,
+        None => false,
+    };
+    let outcome = repo.merges().merge_squash(theirs, rev, p)?;
+    p.finish();
+    match (outcome, head) {
+        (Squashed::UpToDate, _) => {
+            if !quiet {
+                println!("Already up to date.");
+            }
+            Ok(0)
+        }
+        (Squashed::Staged, Some(head)) if !quiet => {
+            if fast_forward {
+                println!("Updating {}..{}", head.short(), theirs.short());
+                println!("Fast-forward");
+            }
+            println!("Squash commit -- not updating HEAD");
+            if fast_forward {
+                let tree = |id: &dmv_repo::store::ObjectId| repo.commit(id).map(|c| c.tree);
+                let changes =
+                    dmv_repo::diff_trees(&repo.store, Some(&tree(&head)?), Some(&tree(&theirs)?))?;
+                crate::inspect::print_stat(&mut std::io::stdout().lock(), repo, &changes, false)?;
+            } else {
+                eprintln!("Automatic merge went well; stopped before committing as requested");
+            }
+            Ok(0)
+        }
+        (Squashed::Staged, _) => Ok(0),
+        (Squashed::Conflicts(paths), _) => {
+            println!("Squash commit -- not updating HEAD");
+            report_conflicts(repo, &paths, "fix conflicts and then commit the result")?;
+            Ok(1)
+        }
+    }
 }
 
 /// Says what a merge did (exit 1 on conflicts); `pull` and `sync` end here too.

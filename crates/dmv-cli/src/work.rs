@@ -519,6 +519,15 @@ pub struct CommitArgs {
     /// Make the commit even when nothing changed (a marker in the history).
     #[arg(long)]
     allow_empty: bool,
+    /// Commit only PATHS as the working tree has them (the default with
+    /// PATHS, as git's): whatever else is staged stays staged.
+    #[arg(short = 'o', long, conflicts_with = "include")]
+    only: bool,
+    /// Stage the tracked files at PATHS, then commit everything staged.
+    #[arg(short = 'i', long)]
+    include: bool,
+    /// Tracked files or folders to commit as they are in the working tree.
+    paths: Vec<PathBuf>,
 }
 
 /// Whether a commit would record anything: something staged, or with `-a` a tracked file changed.
@@ -942,7 +951,47 @@ pub fn commit(a: CommitArgs) -> Result<u8> {
     let repo = open_worktree()?;
     // Before an editor is opened for a message that could not be signed.
     repo.signer()?;
+    if a.paths.is_empty() && (a.include || (a.only && !a.allow_empty && !a.amend)) {
+        bail!("no paths with --include/--only does not make sense");
+    }
+    if !a.paths.is_empty() && a.all {
+        bail!("paths with -a does not make sense: `dmv commit -a` commits every tracked file");
+    }
+    let specs = repo_paths(&repo, &a.paths)?;
+    let _wlock = repo.lock_worktree()?;
+    if !specs.is_empty() && a.include {
+        repo.add_settling(&specs, true, &Bar::new("adding"))?;
+    } else if !specs.is_empty() {
+        return commit_only(&repo, &a, &specs, quiet);
+    }
+    let squash = repo.dmv.join(SQUASH_MSG);
     let mut message = (!a.message.is_empty()).then(|| a.message.join("\n\n"));
+    // After `merge --squash`, its prepared message (edited when an editor is there).
+    if message.is_none() && !a.amend && repo.merges().merge_state()?.is_none() {
+        if let Ok(prepared) = std::fs::read_to_string(&squash) {
+            if has_something_to_commit(&repo, a.all)? {
+                message = match editor() {
+                    Some(editor) if !a.no_edit => {
+                        edit_text(&editor, &repo.dmv.join("COMMIT_EDITMSG"), &prepared)?
+                    }
+                    // As git's cleanup of a message not edited: no trailing blanks.
+                    _ => Some(
+                        prepared
+                            .lines()
+                            .map(str::trim_end)
+                            .collect::<Vec<_>>()
+                            .join("\n")
+                            .trim()
+                            .to_string(),
+                    ),
+                };
+                if message.is_none() {
+                    eprintln!("Aborting commit due to empty commit message.");
+                    return Ok(1);
+                }
+            }
+        }
+    }
     if message.is_none()
         && !a.amend
         && repo.merges().merge_state()?.is_none()
@@ -974,13 +1023,63 @@ pub fn commit(a: CommitArgs) -> Result<u8> {
     if let dmv_sync::CommitLockCheck::Unchecked { remote, why } = check {
         eprintln!("warning: could not ask {remote} whether someone else holds a lock on the files you changed ({why}); committing anyway (the push will be checked)");
     }
+    if matches!(committed, Committed::Made { .. }) && squash.exists() {
+        std::fs::remove_file(&squash)
+            .with_context(|| format!("cannot remove {}", squash.display()))?;
+    }
+    report_commit(&repo, committed, quiet)
+}
+
+/// `merge --squash`'s prepared message, which the next `commit` takes.
+pub(crate) const SQUASH_MSG: &str = "SQUASH_MSG";
+
+/// `commit PATH…` (git's `--only`): those paths as the working tree has
+/// them, on HEAD's tree; the rest of what is staged stays staged.
+fn commit_only(repo: &Repository, a: &CommitArgs, specs: &[Vec<u8>], quiet: bool) -> Result<u8> {
+    if a.amend {
+        bail!("commit --amend with paths is not supported yet: stage the paths, then `dmv commit --amend`");
+    }
+    let message = match a.message.is_empty() {
+        false => a.message.join("\n\n"),
+        true => match editor() {
+            Some(editor) => match edit_message(repo, &editor)? {
+                Some(m) => m,
+                None => {
+                    eprintln!("Aborting commit due to empty commit message.");
+                    return Ok(1);
+                }
+            },
+            None => return Err(dmv_repo::RepoError::MessageRequired.into()),
+        },
+    };
+    if let dmv_sync::CommitLockCheck::Unchecked { remote, why } =
+        dmv_sync::check_commit(repo, true)?
+    {
+        eprintln!("warning: could not ask {remote} whether someone else holds a lock on the files you changed ({why}); committing anyway (the push will be checked)");
+    }
+    let committed = match repo
+        .merges()
+        .commit_only(specs, &message, &Bar::new("adding"))?
+    {
+        Some(id) => Committed::Made {
+            id,
+            root: repo.commit(&id)?.parents.is_empty(),
+        },
+        None => Committed::Nothing(NothingToCommit::ChangesNotStaged),
+    };
+    report_commit(repo, committed, quiet)
+}
+
+/// What a commit prints: git's "[branch id] subject" and the summary, or
+/// why there was nothing to commit.
+fn report_commit(repo: &Repository, committed: Committed, quiet: bool) -> Result<u8> {
     match committed {
         Committed::Made { .. } if quiet => Ok(0),
         Committed::Made { id, root } => {
             let root = if root { " (root-commit)" } else { "" };
             println!(
                 "[{}{root} {}] {}",
-                branch_label(&repo)?,
+                branch_label(repo)?,
                 id.short(),
                 repo.commit(&id)?.message.lines().next().unwrap_or("")
             );

@@ -57,7 +57,7 @@ pub use history::tree::{diff_flat, Change, ChangeKind, FlatEntry, FlatTree};
 pub use history::tree_diff::{diff_trees, find_renames, refuse_unholdable_paths_between, Listed};
 pub use merge::kept_both::KeptBoth;
 pub use merge::merge_state::{ConflictStatus, MergeKind, MergePhase, MergeState, MergeStatus};
-pub use merge::merging::{ConflictedPath, FastForward, Mended, MergeOutcome};
+pub use merge::merging::{ConflictedPath, FastForward, Mended, MergeOutcome, Squashed};
 pub use merge::resolve::Resolved;
 pub use merge::three_way::Conflict;
 pub use operations::autocommit::{describe_changes, AutoCommit, AutoCommitted};

@@ -16,6 +16,8 @@ use crate::paths::{ser_path, show};
 const STATE_FILE: &str = "MERGE_STATE";
 /// The message `merge -m` gave, kept beside the state until the merge ends.
 const MESSAGE_FILE: &str = "MERGE_MSG";
+/// `merge --squash`'s prepared message, which the next commit takes (git's `SQUASH_MSG`).
+pub const SQUASH_MESSAGE_FILE: &str = "SQUASH_MSG";
 const MAGIC: &[u8; 8] = b"DMVMERGE";
 /// 2 added [`MergeKind`]; a version 1 file is a merge's.
 const VERSION: u32 = 2;
@@ -37,6 +39,9 @@ pub enum MergeKind {
     /// `cherry-pick`: `theirs`'s change to its parent, concluded by a commit
     /// on HEAD alone with `theirs`'s message and author.
     CherryPick,
+    /// `merge --squash`: the merge's result, concluded by a commit on HEAD
+    /// alone (as its committer's) with `SQUASH_MSG`'s message.
+    Squash,
 }
 
 /// `.dmv/MERGE_STATE`: present exactly while a merge is unfinished.
@@ -219,7 +224,9 @@ impl Merges<'_> {
                 .head
                 .is_some_and(|ours| parents == [ours, state.theirs]),
             // A pick stopped after its commit: nothing else commits on HEAD while it is unfinished.
-            MergeKind::CherryPick => state.head.is_some_and(|ours| parents == [ours]),
+            MergeKind::CherryPick | MergeKind::Squash => {
+                state.head.is_some_and(|ours| parents == [ours])
+            }
         })
     }
 
@@ -283,12 +290,18 @@ impl Merges<'_> {
         write_atomic(&self.dmv.join(MESSAGE_FILE), text.as_bytes())
     }
 
+    /// Removes `merge -m`'s message and `merge --squash`'s, whose merge ended.
     pub(crate) fn forget_merge_message(&self) -> RepoResult<()> {
-        let path = self.dmv.join(MESSAGE_FILE);
-        match std::fs::remove_file(&path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(RepoError::io(path, e)),
-            _ => Ok(()),
+        for name in [MESSAGE_FILE, SQUASH_MESSAGE_FILE] {
+            let path = self.dmv.join(name);
+            match std::fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(RepoError::io(path, e))
+                }
+                _ => {}
+            }
         }
+        Ok(())
     }
 
     /// Objects an unfinished merge still needs, for gc and fsck.

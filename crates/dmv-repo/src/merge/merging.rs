@@ -26,10 +26,11 @@ use std::collections::{BTreeSet, HashSet};
 use dmv_store::object::{encode, Commit};
 use dmv_store::{ObjectId, ObjectKind, Progress};
 
+use crate::atomic::write_atomic;
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::history::tree::{build, flatten, FlatEntry, FlatTree};
 use crate::line_merge::MarkerLabels;
-use crate::merge::merge_state::{MergeKind, MergePhase, MergeState};
+use crate::merge::merge_state::{MergeKind, MergePhase, MergeState, SQUASH_MESSAGE_FILE};
 use crate::merge::three_way::{same, three_way};
 use crate::paths::clash_with;
 use crate::paths::{show, TEMP_PREFIX};
@@ -49,6 +50,17 @@ pub enum MergeOutcome {
     /// A merge commit with parents [HEAD, theirs] was made and checked out.
     Merged(ObjectId),
     /// These paths conflict; nothing was committed and a merge is in progress.
+    Conflicts(Vec<ConflictedPath>),
+}
+
+/// What [`Merges::merge_squash`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Squashed {
+    /// Their commit is already part of HEAD's history; nothing changed.
+    UpToDate,
+    /// The merged result is staged (and in the working tree); HEAD did not move.
+    Staged,
+    /// These paths conflict; a squash is in progress, which `commit` ends.
     Conflicts(Vec<ConflictedPath>),
 }
 
@@ -273,6 +285,80 @@ impl Merges<'_> {
         )
     }
 
+    /// `merge --squash`: the merge of `theirs` into HEAD, as
+    /// [`Merges::merge_with`] makes it (the same refusals), staged but not
+    /// committed; HEAD stays. Git's "Squashed commit of the following:"
+    /// message is kept in `.dmv/SQUASH_MSG` for the next commit. With
+    /// conflicts a merge of kind [`MergeKind::Squash`] is in progress,
+    /// which `commit` concludes as a commit on HEAD alone.
+    pub fn merge_squash(
+        &self,
+        theirs: ObjectId,
+        label: &str,
+        progress: &dyn Progress,
+    ) -> RepoResult<Squashed> {
+        self.require_worktree()?;
+        if self.rebase_state()?.is_some() {
+            return Err(RepoError::RebaseInProgress);
+        }
+        let _wlock = self.lock_worktree()?;
+        if let Some(m) = self.merge_state()? {
+            return Err(RepoError::MergeAlreadyInProgress { label: m.label });
+        }
+        if self.store.kind_of(&theirs)? != ObjectKind::Commit {
+            return Err(RepoError::NotACommit {
+                what: label.to_string(),
+            });
+        }
+        let (status, ds) = self.worktree().worktree_status()?;
+        refuse_staged_changes(&status)?;
+        // As git: "Squash commit into empty head not supported yet".
+        let ours = self.head_commit()?.ok_or_else(|| RepoError::UnknownRevision(
+            "HEAD (a squash needs a commit to squash onto; `dmv merge` fast-forwards an empty branch)".into(),
+        ))?;
+        let base = self.history().merge_base(ours, theirs)?;
+        if ours == theirs || base == Some(theirs) {
+            return Ok(Squashed::UpToDate);
+        }
+        let message = self.squash_message(Some(ours), theirs)?;
+        let outcome = self.three_way_merge(
+            MergeKind::Squash,
+            ours,
+            base,
+            theirs,
+            label,
+            (&status, &ds),
+            progress,
+        )?;
+        write_atomic(&self.dmv.join(SQUASH_MESSAGE_FILE), message.as_bytes())?;
+        Ok(match outcome {
+            MergeOutcome::Conflicts(paths) => Squashed::Conflicts(paths),
+            _ => Squashed::Staged,
+        })
+    }
+
+    /// Git's `SQUASH_MSG`: "Squashed commit of the following:", then each
+    /// commit `theirs` has and `ours` lacks, newest first, as `log` shows it.
+    fn squash_message(&self, ours: Option<ObjectId>, theirs: ObjectId) -> RepoResult<String> {
+        let mut text = String::from("Squashed commit of the following:\n");
+        let haves: Vec<ObjectId> = ours.into_iter().collect();
+        for c in self.history().walk_between(&[theirs], &haves)? {
+            let c = c?;
+            text.push_str(&format!(
+                "\ncommit {}\nAuthor: {} <{}>\nDate:   {}\n\n",
+                c.id.to_hex(),
+                c.commit.author.name,
+                c.commit.author.email,
+                crate::time::utc_time(c.commit.author.time)
+            ));
+            // Every line indented, empty ones too, as git's log writes them.
+            for line in c.commit.message.trim_end().lines() {
+                text.push_str(&format!("    {line}\n"));
+            }
+        }
+        Ok(text)
+    }
+
     fn fast_forward(
         &self,
         head: Option<ObjectId>,
@@ -401,6 +487,11 @@ impl Merges<'_> {
     /// message it would have without one; a pick whose change is already on
     /// HEAD commits nothing.
     fn conclude(&self, state: &MergeState) -> RepoResult<MergeOutcome> {
+        // A squash stops before committing: its result stays staged, HEAD where it was.
+        if state.kind == MergeKind::Squash {
+            self.remove_merge_state()?;
+            return Ok(MergeOutcome::UpToDate);
+        }
         if state.kind == MergeKind::CherryPick {
             let mut session = self.store.begin_write()?;
             let staged = self.load_dirstate()?.write_tree(&mut session)?;
@@ -464,6 +555,12 @@ impl Merges<'_> {
                 Some(given) => given,
                 None => self.commit(&state.theirs)?.message,
             },
+            MergeKind::Squash => {
+                match std::fs::read_to_string(self.dmv.join(SQUASH_MESSAGE_FILE)) {
+                    Ok(text) => text.trim_end().to_string(),
+                    Err(_) => self.squash_message(state.head, state.theirs)?,
+                }
+            }
         })
     }
 
@@ -501,6 +598,10 @@ impl Merges<'_> {
         let mut session = self.store.begin_write()?;
         let tree = ds.write_tree(&mut session)?;
         let id = match state.kind {
+            MergeKind::Squash => {
+                self.worktree()
+                    .commit_on_head(&mut session, tree, head, None, message, None)?
+            }
             MergeKind::Merge => self.worktree().commit_on_head(
                 &mut session,
                 tree,
@@ -652,7 +753,9 @@ impl Merges<'_> {
         };
         let theirs = self.commit(&state.theirs)?;
         let base = match state.kind {
-            MergeKind::Merge => self.history().merge_base(head, state.theirs)?,
+            MergeKind::Merge | MergeKind::Squash => {
+                self.history().merge_base(head, state.theirs)?
+            }
             MergeKind::CherryPick => theirs.parents.first().copied(),
         };
         let base_flat = match base {

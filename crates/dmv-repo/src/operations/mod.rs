@@ -3,7 +3,7 @@
 //! revert, rebase, stash, a watcher's commit of everything and its health record, gc, a diff's view of a file, `REV:PATH`, what fsck checks beside the store, and fsck and stats
 //! as one call each.
 //!
-//! Read bottom up: `merge_aware`, `autocommit`, `reset`, `revert`, `rebase`, `stash`, `gc`, `checks`, `fsck`, `diff_sides`,
+//! Read bottom up: `merge_aware`, `partial_commit` (`commit PATH…`), `autocommit`, `reset`, `revert`, `rebase`, `stash`, `gc`, `checks`, `fsck`, `diff_sides`,
 //! `revision_paths`, `watch_health`, `dropping` (freeing file data safely
 //! against other replicas), `worktree_grep` (grep over the working tree's
 //! tracked files).
@@ -15,6 +15,7 @@ pub(crate) mod dropping;
 pub(crate) mod fsck;
 pub(crate) mod gc;
 pub(crate) mod merge_aware;
+pub(crate) mod partial_commit;
 pub(crate) mod rebase;
 pub(crate) mod reset;
 pub(crate) mod revert;
