@@ -32,7 +32,7 @@
 //! objects: the one place keys and bodies meet the store), `config`, `keys`
 //! (the wrapped keys), `resealing`, `mirror` (the local mirror of the indexes), `locations`
 //! (location logs), `path_locks`, `records` (what the servers of a
-//! bucket share), `ranges` and `read` (ranged reads),
+//! bucket share), `staging` (browser uploads staged there), `ranges` and `read` (ranged reads),
 //! `upload`, `refs` (the ref table's format), `refswap` (moving refs),
 //! `ref_moves` (ref moves announced to lock takers), `leases` (drops,
 //! pushes and content locks in the bucket) and `dropping`; this file ties
@@ -58,6 +58,7 @@ mod refs;
 mod refswap;
 mod resealing;
 mod sealing;
+mod staging;
 mod upload;
 mod url;
 
@@ -80,6 +81,7 @@ pub use refs::{DropLease, DropState, RefTable};
 pub use refswap::{RefChange, RefSnapshot, RefUpdateOutcome};
 pub use resealing::Resealed;
 pub use sealing::{BucketKeys, KnownKeyrings};
+pub use staging::{StagedRecord, MAX_STAGED_RECORD};
 pub use upload::{ObjectSink, Producer};
 pub use url::{BucketOptions, BucketUrl, SealedHub, DEFAULT_STALL_AFTER, RETRIES};
 
@@ -233,6 +235,55 @@ impl Bucket {
     /// bucket (see `locations::merge`: `merge` makes the new log from the stored one).
     pub fn merge_location_log(&self, writer: &str, merge: &mut LogMerge<'_>) -> BucketResult<()> {
         locations::merge(&self.conn, writer, merge)
+    }
+
+    /// The record of the browser upload `id` of owner `group` staged in
+    /// the bucket (see `staging`), with its version.
+    pub fn staged_record(&self, group: &str, id: &str) -> BucketResult<Option<StagedRecord>> {
+        staging::read_record(&self.conn, group, id)
+    }
+
+    /// The records of the uploads staged by `group` (None: by anyone).
+    pub fn staged_records(&self, group: Option<&str>) -> BucketResult<Vec<StagedRecord>> {
+        staging::read_records(&self.conn, group)
+    }
+
+    /// Writes an upload's record if there is none (`version` None) or it
+    /// is still at `version`; false when it was not.
+    pub fn swap_staged_record(
+        &self,
+        group: &str,
+        id: &str,
+        body: Vec<u8>,
+        version: Option<&str>,
+    ) -> BucketResult<bool> {
+        staging::swap_record(&self.conn, group, id, body, version)
+    }
+
+    /// Stores a piece of an upload's bytes.
+    pub fn put_staged_piece(
+        &self,
+        group: &str,
+        id: &str,
+        piece: &str,
+        bytes: Vec<u8>,
+    ) -> BucketResult<()> {
+        staging::put_piece(&self.conn, group, id, piece, bytes)
+    }
+
+    /// The bytes of a piece stored by [`Bucket::put_staged_piece`].
+    pub fn staged_piece(&self, group: &str, id: &str, piece: &str) -> BucketResult<Vec<u8>> {
+        staging::read_piece(&self.conn, group, id, piece)
+    }
+
+    /// Removes one piece of an upload (a piece whose record update lost).
+    pub fn remove_staged_piece(&self, group: &str, id: &str, piece: &str) -> BucketResult<()> {
+        staging::remove_piece(&self.conn, group, id, piece)
+    }
+
+    /// Removes a staged upload, its pieces and its record.
+    pub fn remove_staged(&self, group: &str, id: &str) -> BucketResult<()> {
+        staging::remove(&self.conn, group, id)
     }
 
     /// Creates the lock object of `path` holding `bytes`, unless one exists

@@ -2341,3 +2341,219 @@ fn an_upload_resumes_across_a_restart_and_another_server() {
     let (code, body) = http(a.port, "GET", &format!("/hub/uploads/{id}"), &al, b"");
     assert_eq!(code, 404, "committed through B, gone on A too: {body}");
 }
+
+/// A repository in a bucket takes uploads from browsers as a directory
+/// does: staged in the bucket, so a piece sent to one server and the
+/// next to another make one file, a server killed mid-upload loses
+/// nothing, two servers given a piece at the same offset keep exactly
+/// one, and the commit lands in the bucket under its locks.
+#[test]
+fn an_upload_to_a_bucket_resumes_on_another_server_and_lands_there() {
+    if lacks(&[Need::Minio]) {
+        return;
+    }
+    use common::servers::{S3Server, MINIO_SECRET, MINIO_USER};
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let minio = S3Server::minio();
+    minio.create_bucket("studio");
+    let laptop = t.join("laptop");
+    dmv(t, &["init", laptop.to_str().unwrap()]);
+    std::fs::write(laptop.join("notes.txt"), "day one\n").unwrap();
+    commit_all(&laptop, "notes");
+    let to_bucket = |c: &mut Command| {
+        minio.env(c);
+        c.env("AWS_ENDPOINT_URL", minio.endpoint());
+    };
+    let mut push = Command::new(bin());
+    push.current_dir(&laptop)
+        .args(["push", "s3://studio/photos", "main"]);
+    to_bucket(&mut push);
+    assert!(push.output().unwrap().status.success());
+    let seen = dmv(&laptop, &["rev-parse", "main"]).trim().to_string();
+    let config = t.join("server.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[repos]\nphotos = {{ url = \"s3://studio/photos\", endpoint = \"{}\" }}\n[tokens]\n\"tok-al\" = {{ access = \"write\", user = \"al\" }}\n\"tok-bob\" = {{ access = \"write\", user = \"bob\" }}\n",
+            minio.endpoint()
+        ),
+    )
+    .unwrap();
+    let env = [
+        ("AWS_ACCESS_KEY_ID", MINIO_USER),
+        ("AWS_SECRET_ACCESS_KEY", MINIO_SECRET),
+        ("AWS_REGION", "us-east-1"),
+    ];
+    let mut a = HttpServer::start_with_env(&config, 0, &env);
+    let b = HttpServer::start_with_env(&config, 0, &env);
+    let al = [
+        ("Authorization", "Bearer tok-al"),
+        ("Content-Type", "application/json"),
+    ];
+    let data = dmv_testkit::noise(3 << 20, 71);
+    let first = (1 << 20) + 17;
+    let (code, body) = http(
+        a.port,
+        "POST",
+        "/photos/uploads",
+        &al,
+        format!(r#"{{"name":"take.mov","size":{}}}"#, data.len()).as_bytes(),
+    );
+    assert_eq!(code, 201, "{body}");
+    let id = json_of(&body)["id"].as_str().unwrap().to_string();
+    let piece_url = |offset: usize| format!("/photos/uploads/{id}?offset={offset}");
+    let (code, body) = http(a.port, "PUT", &piece_url(0), &al, &data[..first]);
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(json_of(&body)["received"].as_u64(), Some(first as u64));
+
+    // The same offset to both servers at once: one piece is kept, and the
+    // other server says where the upload has come to.
+    let send = |port: u16, bytes: Vec<u8>| {
+        let url = piece_url(first);
+        std::thread::spawn(move || {
+            http(
+                port,
+                "PUT",
+                &url,
+                &[("Authorization", "Bearer tok-al")],
+                &bytes,
+            )
+        })
+    };
+    let short = send(a.port, data[first..first + (1 << 20)].to_vec());
+    let long = send(b.port, data[first..].to_vec());
+    let (short, long) = (short.join().unwrap(), long.join().unwrap());
+    let kept: Vec<u64> = [&short, &long]
+        .iter()
+        .map(|(code, body)| {
+            assert!(*code == 200 || *code == 409, "{code}: {body}");
+            json_of(body)["received"].as_u64().unwrap()
+        })
+        .collect();
+    assert!(
+        (short.0 == 200) != (long.0 == 200),
+        "exactly one piece is kept: {short:?} {long:?}"
+    );
+    assert_eq!(kept[0], kept[1], "both servers say the same: {short:?} {long:?}");
+    let received = kept[0] as usize;
+    let short_won = short.0 == 200;
+    assert_eq!(received, if short_won { first + (1 << 20) } else { data.len() });
+
+    // A is killed and started again: the upload is in the bucket, not in A.
+    let port = a.port;
+    a.kill();
+    let a = HttpServer::start_with_env(&config, port, &env);
+    let (code, body) = http(a.port, "GET", &format!("/photos/uploads/{id}"), &al, b"");
+    assert_eq!(code, 200, "after a restart: {body}");
+    assert_eq!(json_of(&body)["received"].as_u64(), Some(received as u64));
+    let (code, body) = http(
+        b.port,
+        "GET",
+        &format!("/photos/uploads/{id}"),
+        &[("Authorization", "Bearer tok-bob")],
+        b"",
+    );
+    assert_eq!(code, 404, "nobody else's: {body}");
+    if short_won {
+        let (code, body) = http(b.port, "PUT", &piece_url(received), &al, &data[received..]);
+        assert_eq!(code, 200, "{body}");
+    }
+    // The record and the pieces kept, no more: the losing piece went.
+    let staged = minio.list("studio", "photos/server/staged/");
+    assert_eq!(
+        staged.len(),
+        1 + if short_won { 3 } else { 2 },
+        "{staged:?}"
+    );
+
+    let commit = |port: u16, name: &str, id: &str| {
+        http(
+            port,
+            "POST",
+            "/photos/commit-uploads",
+            &al,
+            format!(
+                r#"{{"branch":"main","seen":"{seen}","folder":"takes","message":"from two servers","files":[{{"name":"{name}","id":"{id}"}}]}}"#
+            )
+            .as_bytes(),
+        )
+    };
+    let (code, body) = commit(a.port, "take.mov", &id);
+    assert_eq!(code, 200, "{body}");
+    let committed = json_of(&body)["commit"].as_str().unwrap().to_string();
+    assert!(
+        minio.list("studio", "photos/server/staged/").is_empty(),
+        "the staged upload goes once committed"
+    );
+    let check = t.join("check");
+    let mut clone = Command::new(bin());
+    clone
+        .current_dir(t)
+        .args(["clone", "s3://studio/photos", check.to_str().unwrap()]);
+    to_bucket(&mut clone);
+    let out = clone.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(dmv(&check, &["rev-parse", "main"]).trim(), committed);
+    assert!(
+        std::fs::read(check.join("takes/take.mov")).unwrap() == data,
+        "the committed take is the bytes sent, to two servers"
+    );
+    assert!(std::fs::read(check.join("notes.txt")).unwrap() == b"day one\n");
+    // The bucket's own log says it holds the take (the view claims nothing).
+    let whereis = dmv(&check, &["whereis", "takes/take.mov"]);
+    assert!(whereis.contains("(2 copies)") && whereis.contains(" origin"), "{whereis}");
+    // The other server's pages show it once it looks at the bucket again.
+    std::thread::sleep(Duration::from_millis(1100));
+    let (code, body) = http(
+        b.port,
+        "GET",
+        "/photos/tree/main/takes",
+        &[("Authorization", "Bearer tok-al")],
+        b"",
+    );
+    assert_eq!(code, 200, "{body}");
+    assert!(body.contains("take.mov"), "{body}");
+
+    // A path bob holds is not changed by al's upload.
+    let (code, body) = http(
+        b.port,
+        "POST",
+        "/photos/locks/take",
+        &[
+            ("Authorization", "Bearer tok-bob"),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ],
+        b"path=takes%2Flocked.mov",
+    );
+    assert_eq!(code, 303, "{body}");
+    let (code, body) = http(
+        b.port,
+        "POST",
+        "/photos/uploads",
+        &al,
+        br#"{"name":"locked.mov","size":3}"#,
+    );
+    assert_eq!(code, 201, "{body}");
+    let locked = json_of(&body)["id"].as_str().unwrap().to_string();
+    let (code, body) = http(
+        b.port,
+        "PUT",
+        &format!("/photos/uploads/{locked}?offset=0"),
+        &al,
+        b"abc",
+    );
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = commit(b.port, "locked.mov", &locked);
+    assert_eq!(code, 409, "{body}");
+    assert!(body.contains("takes/locked.mov"), "{body}");
+    let mut fetch = Command::new(bin());
+    fetch.current_dir(&check).args(["fetch"]);
+    to_bucket(&mut fetch);
+    assert!(fetch.output().unwrap().status.success());
+    assert_eq!(
+        dmv(&check, &["rev-parse", "origin/main"]).trim(),
+        committed,
+        "the refused upload moved nothing"
+    );
+}

@@ -54,7 +54,7 @@ pub(crate) struct BucketPlace {
 }
 
 impl BucketPlace {
-    fn connect(&self) -> Result<BucketRemote, String> {
+    pub fn connect(&self) -> Result<BucketRemote, String> {
         BucketRemote::open(&self.url, &self.options, Some(&self.index_cache))
             .map_err(|e| e.to_string())
     }
@@ -140,6 +140,14 @@ impl BucketViews {
         }
         fetched.is_ok()
     }
+
+    /// Makes the next page of `name` read the bucket's refs again (a
+    /// commit just moved one).
+    pub fn outdated(&self, name: &str) {
+        if let Some(view) = lock(&self.open).get(name) {
+            *lock(&view.refreshed) = None;
+        }
+    }
 }
 
 impl BucketViews {
@@ -163,9 +171,7 @@ impl BucketViews {
             dmv_web::LockAction::Break => keeper.unlock_paths(paths, true, user),
         }
         .map_err(e)?;
-        if let Some(view) = lock(&self.open).get(name) {
-            *lock(&view.refreshed) = None;
-        }
+        self.outdated(name);
         Ok(())
     }
 }

@@ -11,12 +11,14 @@
 //! TOML file), `sessions` (web logins and the rationing of token guesses),
 //! `connections` (how many, and which to evict), `bucket_views` (the
 //! web UI's local views of served buckets), `staging` (the
-//! files being uploaded from browsers), `channel` (a blocking
+//! files being uploaded from browsers), `bucket_uploads` (those staged in
+//! a bucket), `channel` (a blocking
 //! writer feeding an async body), `server_state` (what every request
 //! shares), `web` (the UI's routes), `uploads` (files uploaded from
 //! browsers, in pieces, then committed) and `server` (the listener and the
 //! protocol's routes).
 
+mod bucket_uploads;
 mod bucket_views;
 mod channel;
 mod connections;

@@ -180,7 +180,7 @@ impl StagedUploads {
             .is_some_and(|at| at.elapsed() < RECOUNT_AFTER)
     }
 
-    fn remember(&self, owner: &str, open: usize) {
+    pub fn remember(&self, owner: &str, open: usize) {
         let mut full = self.full();
         full.retain(|_, at| at.elapsed() < RECOUNT_AFTER);
         if open >= OPEN_PER_OWNER {

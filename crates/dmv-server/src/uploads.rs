@@ -15,9 +15,11 @@
 //! file at most what the disk has free, and `staging` bounds the uploads
 //! open at once and removes those left untouched for a day. What is known
 //! of an upload is kept beside its bytes (`staging`), so it resumes after
-//! a restart and through any server of the same directory.
+//! a restart and through any server of the same directory. A repository in
+//! a bucket stages its uploads in the bucket (`bucket_uploads`), so any
+//! server of the bucket resumes and commits them.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -29,15 +31,17 @@ use axum::{Json, Router};
 use dmv_repo::store::object::Signature;
 use dmv_repo::store::ObjectId;
 use dmv_repo::Repository;
-use dmv_sync::{Caller, Refusal, SyncError, UploadCommit, UploadedFile};
+use dmv_sync::{Caller, Refusal, SyncError, UploadCommit, Uploaded, UploadedFile};
 use futures_util::StreamExt;
 use serde::Deserialize;
 use serde_json::json;
 use tokio::io::AsyncWriteExt;
 
+use crate::bucket_uploads::{self, PieceRefused};
+use crate::bucket_views::BucketPlace;
 use crate::server_state::{Peer, ServerState};
-use crate::staging::{staging_folder, Found, Unavailable};
-use crate::web::{same_secret, token_hash_of, viewer};
+use crate::staging::{staging_folder, Found, Unavailable, OPEN_PER_OWNER};
+use crate::web::{same_secret, source_of, token_hash_of, viewer, Source};
 
 /// The largest piece one request may carry.
 pub(crate) const PIECE_MAX: u64 = 16 << 20;
@@ -106,30 +110,6 @@ fn writer(
     ))
 }
 
-// The refusal is the HTTP response itself, handed straight back to axum.
-#[allow(clippy::result_large_err)]
-fn repo_dir(state: &ServerState, name: &str) -> Result<PathBuf, Response> {
-    state
-        .config
-        .repos
-        .get(name)
-        .and_then(|place| place.dir())
-        .map(Path::to_path_buf)
-        .ok_or_else(|| {
-            refuse(
-                StatusCode::NOT_FOUND,
-                format!("no repository named {name} on this machine to upload to"),
-            )
-        })
-}
-
-/// Where the uploads of repository `name` are staged; None when the
-/// server has no directory of that name (no upload of it is known).
-fn staging_of(state: &ServerState, name: &str) -> Option<PathBuf> {
-    let place = state.config.repos.get(name)?;
-    place.dir().map(staging_folder)
-}
-
 fn random_id() -> std::io::Result<String> {
     let mut bytes = [0u8; 16];
     getrandom::getrandom(&mut bytes).map_err(std::io::Error::other)?;
@@ -153,8 +133,8 @@ async fn open_upload(
         Ok(c) => c,
         Err(refused) => return refused,
     };
-    let dir = match repo_dir(&state, &repo) {
-        Ok(d) => d,
+    let target = match target_of(&state, &repo) {
+        Ok(t) => t,
         Err(refused) => return refused,
     };
     if !dmv_repo::tree::valid_entry_name(req.name.as_bytes()) {
@@ -168,6 +148,10 @@ async fn open_upload(
     if state.staged.recently_full(&owner) {
         return unavailable(Unavailable::YoursFull);
     }
+    let dir = match target {
+        Target::Dir(dir) => dir,
+        Target::Bucket(place) => return open_in_bucket(state, place, repo, owner, req.size).await,
+    };
     let staging = staging_folder(&dir);
     if let Err(e) = std::fs::create_dir_all(&staging) {
         return refuse(
@@ -224,8 +208,22 @@ async fn upload_status(
         Ok(c) => c,
         Err(refused) => return refused,
     };
-    let Some(staging) = staging_of(&state, &repo) else {
-        return unavailable(Unavailable::Unknown);
+    let staging = match target_of(&state, &repo) {
+        Ok(Target::Dir(dir)) => staging_folder(&dir),
+        Ok(Target::Bucket(place)) => {
+            let found = tokio::task::spawn_blocking(move || {
+                bucket_uploads::find(&place, &id, &repo, &owner).map(|s| (s.size, s.received(), id))
+            })
+            .await;
+            return match found {
+                Ok(Ok((size, received, id))) => {
+                    Json(json!({ "id": id, "size": size, "received": received })).into_response()
+                }
+                Ok(Err(e)) => unavailable(e),
+                Err(e) => refuse(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+            };
+        }
+        Err(_) => return unavailable(Unavailable::Unknown),
     };
     match state.staged.find(&staging, &id, &repo, &owner) {
         Ok(found) => Json(json!({ "id": id, "size": found.size, "received": found.received }))
@@ -271,8 +269,12 @@ async fn put_piece(
         Ok(c) => c,
         Err(refused) => return refused,
     };
-    let Some(staging) = staging_of(&state, &repo) else {
-        return unavailable(Unavailable::Unknown);
+    let staging = match target_of(&state, &repo) {
+        Ok(Target::Dir(dir)) => staging_folder(&dir),
+        Ok(Target::Bucket(place)) => {
+            return piece_to_bucket(&state, place, repo, id, owner, at.offset, &headers, body).await
+        }
+        Err(_) => return unavailable(Unavailable::Unknown),
     };
     // The file is locked while it is open: the next piece, here or on
     // another server, gets in when this one ends, however it ends.
@@ -356,8 +358,8 @@ async fn commit_uploads(
         Ok(c) => c,
         Err(refused) => return refused,
     };
-    let dir = match repo_dir(&state, &repo) {
-        Ok(d) => d,
+    let target = match target_of(&state, &repo) {
+        Ok(t) => t,
         Err(refused) => return refused,
     };
     let seen = match req.seen.as_str() {
@@ -366,6 +368,41 @@ async fn commit_uploads(
             Some(id) => Some(id),
             None => return refuse(StatusCode::BAD_REQUEST, format!("{hex} is not a commit id")),
         },
+    };
+    let message = match req.message.trim() {
+        "" => format!(
+            "Upload {} from the web",
+            match req.files.as_slice() {
+                [one] => one.name.clone(),
+                many => format!("{} files", many.len()),
+            }
+        ),
+        m => m.to_string(),
+    };
+    let author = author_of(&state, &headers, &caller);
+    let dir = match target {
+        Target::Dir(dir) => dir,
+        Target::Bucket(place) => {
+            let commit = BucketCommit {
+                req,
+                seen,
+                message,
+                author,
+            };
+            let (name, shared) = (repo.clone(), state.clone());
+            let done = tokio::task::spawn_blocking(move || {
+                commit_in_bucket(&shared, &name, &place, &caller, &owner, commit).map_err(Box::new)
+            })
+            .await;
+            return match done {
+                Ok(Ok(done)) => {
+                    state.bucket_views.outdated(&repo);
+                    committed(&repo, &done)
+                }
+                Ok(Err(refused)) => *refused,
+                Err(e) => refuse(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+            };
+        }
     };
     let staging = staging_folder(&dir);
     let mut files = Vec::with_capacity(req.files.len());
@@ -379,33 +416,48 @@ async fn commit_uploads(
                 name: f.name.clone(),
                 staged: file,
             }),
-            Ok(Found { size, received, .. }) => {
-                return refuse(
-                    StatusCode::CONFLICT,
-                    format!(
-                        "{} has {received} of its {size} bytes: send the rest first",
-                        f.name
-                    ),
-                )
-            }
+            Ok(Found { size, received, .. }) => return not_whole(&f.name, size, received),
             Err(e) => return unavailable(e),
         }
     }
-    let message = match req.message.trim() {
-        "" => format!(
-            "Upload {} from the web",
-            if files.len() == 1 {
-                files[0].name.clone()
-            } else {
-                format!("{} files", files.len())
-            }
-        ),
-        m => m.to_string(),
-    };
-    // The author is the token's person: its name (else its user) and email,
-    // as the command line signs with user.name and user.email.
-    let holder =
-        token_hash_of(&state, &headers).and_then(|t| state.config.token_access_by_hash(&t));
+    let committer = caller.clone();
+    let committed_here = tokio::task::spawn_blocking(move || {
+        let repository = Repository::open(&dir)?;
+        let up = UploadCommit {
+            branch: &req.branch,
+            seen,
+            folder: &req.folder,
+            files: &files,
+            message: &message,
+            author,
+        };
+        let done = dmv_sync::commit_uploaded(&repository, &committer, &up)?;
+        Ok::<_, SyncError>((done, files))
+    })
+    .await;
+    match committed_here {
+        Ok(Ok((done, files))) => {
+            state
+                .staged
+                .finish(&files.iter().map(|f| f.staged.as_path()).collect::<Vec<_>>());
+            committed(&repo, &done)
+        }
+        Ok(Err(e)) => commit_refused(e),
+        Err(e) => refuse(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+fn not_whole(name: &str, size: u64, received: u64) -> Response {
+    refuse(
+        StatusCode::CONFLICT,
+        format!("{name} has {received} of its {size} bytes: send the rest first"),
+    )
+}
+
+/// The author of an upload: the token's person, its name (else its user)
+/// and email, as the command line signs with user.name and user.email.
+fn author_of(state: &ServerState, headers: &HeaderMap, caller: &Caller) -> Signature {
+    let holder = token_hash_of(state, headers).and_then(|t| state.config.token_access_by_hash(&t));
     let name = holder
         .as_ref()
         .and_then(|h| h.author_name())
@@ -420,55 +472,222 @@ async fn commit_uploads(
     let time = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
-    let author = Signature {
+    Signature {
         name,
         email,
         time,
         tz_minutes: 0,
+    }
+}
+
+fn committed(repo: &str, done: &Uploaded) -> Response {
+    let url = format!(
+        "/{}/commit/{}",
+        crate::web::segment(repo),
+        done.commit.to_hex()
+    );
+    Json(json!({ "commit": done.commit.to_hex(), "unchanged": done.unchanged, "url": url }))
+        .into_response()
+}
+
+fn commit_refused(e: SyncError) -> Response {
+    let status = match &e {
+        SyncError::Refused(Refusal::NeedsWriteAccess { .. }) => StatusCode::FORBIDDEN,
+        SyncError::Refused(_) => StatusCode::CONFLICT,
+        SyncError::Repo(dmv_repo::RepoError::BadPath { .. } | dmv_repo::RepoError::Refs(_)) => {
+            StatusCode::BAD_REQUEST
+        }
+        SyncError::Repo(
+            dmv_repo::RepoError::LockedPathChanged { .. }
+            | dmv_repo::RepoError::LockedPathMoved { .. },
+        ) => StatusCode::CONFLICT,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
     };
-    let (name, committer) = (repo.clone(), caller.clone());
-    let committed = tokio::task::spawn_blocking(move || {
-        let repository = Repository::open(&dir)?;
-        let up = UploadCommit {
-            branch: &req.branch,
-            seen,
-            folder: &req.folder,
-            files: &files,
-            message: &message,
-            author,
-        };
-        let done = dmv_sync::commit_uploaded(&repository, &committer, &up)?;
-        Ok::<_, SyncError>((done, files))
+    refuse(status, e.to_string())
+}
+
+/// Where a repository's uploads go.
+enum Target {
+    Dir(PathBuf),
+    Bucket(BucketPlace),
+}
+
+// The refusal is the HTTP response itself, handed straight back to axum.
+#[allow(clippy::result_large_err)]
+fn target_of(state: &ServerState, name: &str) -> Result<Target, Response> {
+    match source_of(state, name) {
+        Ok(Source::Dir(dir)) => Ok(Target::Dir(dir)),
+        Ok(Source::Bucket(place)) => Ok(Target::Bucket(place)),
+        Err(_) => Err(refuse(
+            StatusCode::NOT_FOUND,
+            format!("no repository named {name} on this server to upload to"),
+        )),
+    }
+}
+
+async fn open_in_bucket(
+    state: Shared,
+    place: BucketPlace,
+    repo: String,
+    owner: String,
+    size: u64,
+) -> Response {
+    let id = match random_id() {
+        Ok(id) => id,
+        Err(e) => {
+            return refuse(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("cannot name an upload: {e}"),
+            )
+        }
+    };
+    let share = state.config.upload_bytes_per_user();
+    let new_id = id.clone();
+    let opened = tokio::task::spawn_blocking(move || {
+        let opened = bucket_uploads::open(&place, &new_id, &repo, &owner, size, share);
+        match &opened {
+            Ok(open) => state.staged.remember(&owner, *open),
+            Err(Unavailable::YoursFull) => state.staged.remember(&owner, OPEN_PER_OWNER),
+            Err(_) => {}
+        }
+        opened
     })
     .await;
-    match committed {
-        Ok(Ok((done, files))) => {
-            state
-                .staged
-                .finish(&files.iter().map(|f| f.staged.as_path()).collect::<Vec<_>>());
-            let url = format!(
-                "/{}/commit/{}",
-                crate::web::segment(&name),
-                done.commit.to_hex()
-            );
-            Json(json!({ "commit": done.commit.to_hex(), "unchanged": done.unchanged, "url": url }))
-                .into_response()
-        }
-        Ok(Err(e)) => {
-            let status = match &e {
-                SyncError::Refused(Refusal::NeedsWriteAccess { .. }) => StatusCode::FORBIDDEN,
-                SyncError::Refused(_) => StatusCode::CONFLICT,
-                SyncError::Repo(
-                    dmv_repo::RepoError::BadPath { .. } | dmv_repo::RepoError::Refs(_),
-                ) => StatusCode::BAD_REQUEST,
-                SyncError::Repo(
-                    dmv_repo::RepoError::LockedPathChanged { .. }
-                    | dmv_repo::RepoError::LockedPathMoved { .. },
-                ) => StatusCode::CONFLICT,
-                _ => StatusCode::INTERNAL_SERVER_ERROR,
-            };
-            refuse(status, e.to_string())
-        }
+    match opened {
+        Ok(Ok(_)) => (
+            StatusCode::CREATED,
+            Json(json!({ "id": id, "received": 0 })),
+        )
+            .into_response(),
+        Ok(Err(e)) => unavailable(e),
         Err(e) => refuse(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
+}
+
+/// Pieces being sent on to buckets at once (each is held in memory).
+static BUCKET_PIECES: tokio::sync::Semaphore =
+    tokio::sync::Semaphore::const_new(bucket_uploads::PIECES_AT_ONCE);
+
+#[allow(clippy::too_many_arguments)]
+async fn piece_to_bucket(
+    state: &ServerState,
+    place: BucketPlace,
+    repo: String,
+    id: String,
+    owner: String,
+    offset: u64,
+    headers: &HeaderMap,
+    body: Body,
+) -> Response {
+    let declared = headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|len| len > PIECE_MAX) {
+        return too_large_piece();
+    }
+    let Ok(_turn) = BUCKET_PIECES.acquire().await else {
+        return refuse(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
+    };
+    // What arrived of a piece cut short is kept, as in a directory.
+    let idle = state.config.idle_timeout();
+    let mut stream = body.into_data_stream();
+    let mut bytes = Vec::new();
+    // A piece cut short or stalled ends the loop with what arrived.
+    while let Ok(Some(Ok(piece))) = tokio::time::timeout(idle, stream.next()).await {
+        if (bytes.len() + piece.len()) as u64 > PIECE_MAX {
+            return too_large_piece();
+        }
+        bytes.extend_from_slice(&piece);
+    }
+    let added = tokio::task::spawn_blocking(move || {
+        bucket_uploads::add_piece(&place, &id, &repo, &owner, offset, bytes)
+    })
+    .await;
+    match added {
+        Ok(Ok(received)) => Json(json!({ "received": received })).into_response(),
+        Ok(Err(PieceRefused::NotAt { received })) => (StatusCode::CONFLICT, Json(json!({ "received": received, "message": format!("this upload has {received} bytes, not {offset}: send from there") })))
+            .into_response(),
+        Ok(Err(PieceRefused::TooLarge { size })) => refuse(StatusCode::PAYLOAD_TOO_LARGE, format!("an upload is at most the size it was opened with ({size}), in at most {} pieces", bucket_uploads::MAX_PIECES)),
+        Ok(Err(PieceRefused::Unavailable(e))) => unavailable(e),
+        Err(e) => refuse(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+fn too_large_piece() -> Response {
+    refuse(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("a piece is at most {PIECE_MAX} bytes"),
+    )
+}
+
+/// What a commit of uploads to a bucket was asked, with its message and
+/// author worked out.
+struct BucketCommit {
+    req: CommitRequest,
+    seen: Option<ObjectId>,
+    message: String,
+    author: Signature,
+}
+
+/// Puts the staged uploads together in the server's view of the bucket,
+/// commits them there and lands the commit in the bucket, then removes
+/// them from the bucket. Blocks.
+// The refusal is the HTTP response itself, handed straight back to axum.
+#[allow(clippy::result_large_err)]
+fn commit_in_bucket(
+    state: &ServerState,
+    name: &str,
+    place: &BucketPlace,
+    caller: &Caller,
+    owner: &str,
+    commit: BucketCommit,
+) -> Result<Uploaded, Response> {
+    let fail = |e: String| refuse(StatusCode::INTERNAL_SERVER_ERROR, e);
+    let mut staged = Vec::with_capacity(commit.req.files.len());
+    for f in &commit.req.files {
+        let upload = bucket_uploads::find(place, &f.id, name, owner).map_err(unavailable)?;
+        if upload.received() != upload.size {
+            return Err(not_whole(&f.name, upload.size, upload.received()));
+        }
+        staged.push(upload);
+    }
+    let view = state.bucket_views.view(name, place).map_err(fail)?;
+    let total: u64 = staged.iter().map(|s| s.size).sum();
+    let free = dmv_os::available_bytes(view.dir()).unwrap_or(u64::MAX);
+    if total.saturating_add(SPARE_BYTES) > free {
+        return Err(refuse(
+            StatusCode::INSUFFICIENT_STORAGE,
+            format!("the server has no room to put these {total} bytes together before they go to the bucket"),
+        ));
+    }
+    let folder = tempfile::Builder::new()
+        .prefix("uploads-")
+        .tempdir_in(view.dir())
+        .map_err(|e| fail(e.to_string()))?;
+    let mut files = Vec::with_capacity(staged.len());
+    for (f, upload) in commit.req.files.iter().zip(&staged) {
+        let path = folder.path().join(&f.id);
+        let mut out = std::fs::File::create(&path).map_err(|e| fail(e.to_string()))?;
+        bucket_uploads::assemble(place, &f.id, owner, upload, &mut out).map_err(fail)?;
+        files.push(UploadedFile {
+            name: f.name.clone(),
+            staged: path,
+        });
+    }
+    let repository = Repository::open(view.dir()).map_err(|e| fail(e.to_string()))?;
+    let mut bucket = place.connect().map_err(fail)?;
+    let up = UploadCommit {
+        branch: &commit.req.branch,
+        seen: commit.seen,
+        folder: &commit.req.folder,
+        files: &files,
+        message: &commit.message,
+        author: commit.author,
+    };
+    let done = dmv_sync::commit_uploaded_to_bucket(&repository, &mut bucket, caller, &up)
+        .map_err(commit_refused)?;
+    let ids: Vec<&str> = commit.req.files.iter().map(|f| f.id.as_str()).collect();
+    bucket_uploads::finish(place, owner, &ids);
+    Ok(done)
 }

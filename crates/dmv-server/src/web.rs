@@ -229,7 +229,8 @@ fn icon_png(edge: u32) -> Response {
 }
 
 /// Where a phone's "Share → DMV" lands once the service worker kept the
-/// files: the repositories to upload them to, each on its HEAD's branch.
+/// files: the repositories to upload them to (in directories and buckets),
+/// each on its HEAD's branch.
 async fn share(
     State(state): State<Shared>,
     Extension(peer): Extension<Peer>,
@@ -249,20 +250,24 @@ async fn share(
         }
         Ok(_) => {}
     }
-    let dirs: Vec<(String, std::path::PathBuf)> = state
+    let names: Vec<String> = state
         .config
         .repos
         .iter()
-        .filter_map(|(name, place)| Some((name.clone(), place.dir()?.to_path_buf())))
+        .filter(|(_, place)| !matches!(place, RepoPlace::Sealed { .. }))
+        .map(|(name, _)| name.clone())
         .collect();
     let shared = query
         .get("n")
         .and_then(|n| n.parse::<usize>().ok())
         .unwrap_or(0);
+    let state_here = state.clone();
     let listed = tokio::task::spawn_blocking(move || {
-        dirs.into_iter()
-            .filter_map(|(name, dir)| {
-                let repo = Repository::open(&dir).ok()?;
+        names
+            .into_iter()
+            .filter_map(|name| {
+                let source = source_of(&state_here, &name).ok()?;
+                let (repo, _view) = source.open(&state_here, &name).ok()?;
                 let branch = repo.history().head_branch().ok().flatten()?;
                 let branch = branch
                     .strip_prefix(dmv_repo::ref_names::BRANCHES)
@@ -500,7 +505,7 @@ type Bringer = Arc<dyn Fn(&[dmv_repo::store::ObjectId]) -> bool + Send + Sync>;
 /// there are none.
 // The refusal is the HTTP response itself, handed straight back to axum.
 #[allow(clippy::result_large_err)]
-fn source_of(state: &ServerState, name: &str) -> Result<Source, Response> {
+pub(crate) fn source_of(state: &ServerState, name: &str) -> Result<Source, Response> {
     let refuse = |status: StatusCode, why: String| Err((status, Html(why)).into_response());
     match state.config.repos.get(name) {
         Some(RepoPlace::Dir(dir)) => Ok(Source::Dir(dir.clone())),
@@ -536,7 +541,7 @@ fn source_of(state: &ServerState, name: &str) -> Result<Source, Response> {
 }
 
 /// Where a page's repository is read from.
-enum Source {
+pub(crate) enum Source {
     Dir(std::path::PathBuf),
     /// Through the server's view of the bucket (see bucket_views).
     Bucket(BucketPlace),

@@ -34,7 +34,7 @@ mod transport;
 #[cfg(feature = "s3")]
 pub use dmv_bucket::{
     BucketError, BucketKeys, BucketOptions, Identity, KeyEntry, Recipient, Resealed, Rotated,
-    SharedRecords,
+    SharedRecords, MAX_STAGED_RECORD,
 };
 pub use dmv_repo::{Phase, Progress, Silent, Tally};
 pub use operations::address_book::{check_publishable, publish, set_metered, unpublish};
@@ -87,7 +87,9 @@ pub use protocol::SEALED_HUB_HEADER;
 #[cfg(feature = "s3")]
 pub use serving::relay::handle_relayed;
 pub use serving::serve::{handle_request, serve_stdio, Caller};
-pub use serving::upload::{commit_uploaded, UploadCommit, Uploaded, UploadedFile};
+pub use serving::upload::{
+    commit_uploaded, commit_uploaded_to_bucket, UploadCommit, Uploaded, UploadedFile,
+};
 #[cfg(feature = "s3")]
 pub use transport::bucket_remote::BucketRemote;
 pub use transport::client::Client;

@@ -77,20 +77,20 @@ pub fn send_objects(
 
 /// What the remote lacks: chunks with their sizes, and the other objects
 /// with the missing objects each refers to.
-struct Missing {
+pub(crate) struct Missing {
     chunks: Vec<ObjectId>,
     /// Their bytes.
     chunk_bytes: u64,
     graph: HashMap<ObjectId, Vec<ObjectId>>,
     /// The files (content ids) of the new trees: the remote holds their data once the push is done.
-    files: Vec<ObjectId>,
+    pub files: Vec<ObjectId>,
     /// New commits the remote has already: an earlier push sent them and lost its race.
     sent_before: Vec<ObjectId>,
 }
 
 /// Asks the remote, level by level from the new commits down, which objects
 /// it has, and does not descend into those it has.
-fn find_missing(
+pub(crate) fn find_missing(
     repo: &Repository,
     client: &mut dyn Remote,
     tips: &[ObjectId],
@@ -240,7 +240,7 @@ fn first_of_each(ids: &mut Vec<ObjectId>) {
 
 /// Streams the missing objects in one upload: chunks (read ahead from disk
 /// while the previous window is sent), then the rest children first.
-fn upload(
+pub(crate) fn upload(
     repo: &Repository,
     client: &mut dyn Remote,
     missing: &Missing,

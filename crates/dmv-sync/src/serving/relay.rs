@@ -236,7 +236,7 @@ fn answer<R: Read, W: Write>(
 /// Refuses ref updates that would leave a branch holding another version
 /// of a path someone other than the caller has locked: the rule of
 /// `refuse_moves_over_locks`, with trees read from the bucket.
-fn refuse_changes_to_others_locks(
+pub(crate) fn refuse_changes_to_others_locks(
     bucket: &mut BucketRemote,
     caller: &Caller,
     updates: &[WireRefUpdate],
@@ -277,7 +277,10 @@ fn refuse_changes_to_others_locks(
 /// Refuses ref updates whose new tip holds a path no file system holds
 /// (`refuse_unholdable_paths_between`: the old tip's tree against the new
 /// one's, read from the bucket), as a directory-backed server does.
-fn refuse_unholdable_paths(bucket: &mut BucketRemote, updates: &[WireRefUpdate]) -> SyncResult<()> {
+pub(crate) fn refuse_unholdable_paths(
+    bucket: &mut BucketRemote,
+    updates: &[WireRefUpdate],
+) -> SyncResult<()> {
     let objects = BucketObjects(std::cell::RefCell::new(bucket));
     for u in updates {
         let Some(new) = u.new else { continue };

@@ -75,6 +75,12 @@ impl BucketRemote {
     pub fn new(bucket: Bucket) -> BucketRemote {
         BucketRemote { bucket }
     }
+
+    /// The bucket itself, for what is no remote's business (the uploads
+    /// `dmv serve` stages there).
+    pub fn bucket(&self) -> &Bucket {
+        &self.bucket
+    }
 }
 
 impl From<BucketError> for SyncError {
