@@ -1963,6 +1963,14 @@ fn a_bucket_served_by_two_servers_has_the_web_ui() {
             &format!("2026:05:0{} 10:00:00", i + 1),
         );
     }
+    std::fs::create_dir(laptop.join("portrait")).unwrap();
+    camera_photo(
+        &laptop.join("portrait/IMG_P.jpg"),
+        200,
+        300,
+        90,
+        "2026:05:04 10:00:00",
+    );
     commit_all(&laptop, "the harbour shoot");
     let to_bucket = |c: &mut Command| {
         minio.env(c);
@@ -2007,6 +2015,36 @@ fn a_bucket_served_by_two_servers_has_the_web_ui() {
         assert_eq!(status, 200, "{path}: {body}");
         body
     };
+    // A photo whose data the view has not fetched is laid out at 3:2, its
+    // shape left for the page to take from its thumbnail; once the
+    // thumbnail fetched it, the wall is sorted again with its real shape.
+    let portrait = page(a.port, "/photos/tree/main/portrait");
+    assert!(
+        portrait.contains("--r:1.500") && portrait.contains("data-guess"),
+        "{portrait}"
+    );
+    let thumb = portrait
+        .split("/photos/thumb/")
+        .nth(1)
+        .and_then(|s| s.split(['"', '?']).next())
+        .unwrap_or_else(|| panic!("no thumbnail: {portrait}"));
+    let (status, _, _) = common::servers::http(
+        a.port,
+        "GET",
+        &format!("/photos/thumb/{thumb}"),
+        &[("Cookie", &cookie)],
+        b"",
+    );
+    assert_eq!(status, 200);
+    let portrait = page(a.port, "/photos/tree/main/portrait");
+    assert!(
+        portrait.contains("--r:0.667") && !portrait.contains("data-guess"),
+        "{portrait}"
+    );
+    assert!(
+        portrait.contains("d-2026-05-04"),
+        "dated as taken: {portrait}"
+    );
     for server in [&a, &b] {
         let home = page(server.port, "/photos/");
         assert!(
@@ -2435,10 +2473,20 @@ fn an_upload_to_a_bucket_resumes_on_another_server_and_lands_there() {
         (short.0 == 200) != (long.0 == 200),
         "exactly one piece is kept: {short:?} {long:?}"
     );
-    assert_eq!(kept[0], kept[1], "both servers say the same: {short:?} {long:?}");
+    assert_eq!(
+        kept[0], kept[1],
+        "both servers say the same: {short:?} {long:?}"
+    );
     let received = kept[0] as usize;
     let short_won = short.0 == 200;
-    assert_eq!(received, if short_won { first + (1 << 20) } else { data.len() });
+    assert_eq!(
+        received,
+        if short_won {
+            first + (1 << 20)
+        } else {
+            data.len()
+        }
+    );
 
     // A is killed and started again: the upload is in the bucket, not in A.
     let port = a.port;
@@ -2493,7 +2541,11 @@ fn an_upload_to_a_bucket_resumes_on_another_server_and_lands_there() {
         .args(["clone", "s3://studio/photos", check.to_str().unwrap()]);
     to_bucket(&mut clone);
     let out = clone.output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(dmv(&check, &["rev-parse", "main"]).trim(), committed);
     assert!(
         std::fs::read(check.join("takes/take.mov")).unwrap() == data,
@@ -2502,7 +2554,10 @@ fn an_upload_to_a_bucket_resumes_on_another_server_and_lands_there() {
     assert!(std::fs::read(check.join("notes.txt")).unwrap() == b"day one\n");
     // The bucket's own log says it holds the take (the view claims nothing).
     let whereis = dmv(&check, &["whereis", "takes/take.mov"]);
-    assert!(whereis.contains("(2 copies)") && whereis.contains(" origin"), "{whereis}");
+    assert!(
+        whereis.contains("(2 copies)") && whereis.contains(" origin"),
+        "{whereis}"
+    );
     // The other server's pages show it once it looks at the bucket again.
     std::thread::sleep(Duration::from_millis(1100));
     let (code, body) = http(

@@ -121,6 +121,12 @@ impl<K: Eq + Hash + Clone, V: Clone> Flights<K, V> {
         }
         value
     }
+
+    /// Forgets the kept result for `key`: the next [`Flights::get`] makes it again.
+    pub(crate) fn forget(&self, key: &K) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.done.retain(|(k, _)| k != key);
+    }
 }
 
 #[cfg(test)]
@@ -167,5 +173,7 @@ mod tests {
         assert_eq!(budget.held(), 0);
         flights.get(&7, || Arc::new(Vec::new()));
         flights.get(&7, || unreachable!("kept"));
+        flights.forget(&7);
+        assert_eq!(flights.get(&7, || Arc::new(vec![9])).as_slice(), [9]);
     }
 }

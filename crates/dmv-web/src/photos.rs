@@ -37,6 +37,9 @@ const COMMITS_FOR_DATES: usize = 1000;
 struct Shape {
     /// Width over height (1.5 for a picture whose data is not here).
     ratio: f32,
+    /// Whether it was read (false: its data was not here, and the page
+    /// takes the shape of its thumbnail once that is loaded).
+    known: bool,
     taken: Option<String>,
     /// Its size, camera, lens and exposure, as the lightbox shows them.
     facts: String,
@@ -54,6 +57,7 @@ fn shape(repo: &Repository, e: &TreeEntry) -> Shape {
     SHAPES.get(&(repo.dmv.clone(), e.id, here), || {
         let unknown = Shape {
             ratio: 1.5,
+            known: false,
             taken: None,
             facts: String::new(),
         };
@@ -72,6 +76,7 @@ fn shape(repo: &Repository, e: &TreeEntry) -> Shape {
         match dmv_media::picture_shape(&head[..]) {
             Some(s) => Shape {
                 ratio: (s.width as f32 / s.height as f32).clamp(0.25, 4.0),
+                known: true,
                 taken: s.taken,
                 facts: dmv_media::media_facts(std::io::Cursor::new(&head)).join(" · "),
             },
@@ -106,6 +111,9 @@ struct Sorted {
     others: Vec<TreeEntry>,
     /// Every entry was read (false: the folder is past [`MOST_SORTED`]).
     whole: bool,
+    /// The photos whose data was not here when they were sorted (a
+    /// bucket's view): once one's data arrives, the wall is sorted again.
+    unread: Vec<ObjectId>,
 }
 
 /// Walls sorted lately, by repository, commit and folder: a second visit,
@@ -124,11 +132,16 @@ pub(crate) fn wall(
     at: &WallPlace<'_>,
 ) -> Result<Markup, String> {
     let key = (repo.dmv.clone(), at.commit, at.prefix.to_string());
-    let sorted = SORTED.get(&key, || sort(repo, folder, at).map(Arc::new))?;
+    let mut sorted = SORTED.get(&key, || sort(repo, folder, at).map(Arc::new))?;
+    if sorted.unread.iter().any(|id| data_here(repo, id)) {
+        SORTED.forget(&key);
+        sorted = SORTED.get(&key, || sort(repo, folder, at).map(Arc::new))?;
+    }
     let Sorted {
         photos,
         others,
         whole,
+        ..
     } = &*sorted;
     let whole = *whole;
     let pages = photos.len().div_ceil(PHOTOS_PER_PAGE).max(1);
@@ -208,6 +221,7 @@ pub(crate) fn wall(
                     div.wall { @for p in list {
                         a.ph href={ (base) "/file/" (seg(at.rev)) "/" (path_url(&format!("{}{}", at.prefix, p.name))) }
                             style={ "--r:" (format!("{:.3}", p.shape.ratio)) }
+                            data-guess=[(!p.shape.known).then_some("1")]
                             data-name=(p.name)
                             data-preview={ (base) "/preview/" (p.id.to_hex()) }
                             data-facts={ (p.shape.facts) @if !p.shape.facts.is_empty() { " · " } (human_bytes(p.size)) } {
@@ -315,9 +329,15 @@ fn sort(repo: &Repository, folder: &ObjectId, at: &WallPlace<'_>) -> Result<Sort
             .then_with(|| a.when.cmp(&b.when))
             .then_with(|| a.name.cmp(&b.name))
     });
+    let unread = photos
+        .iter()
+        .filter(|p| !p.shape.known && !data_here(repo, &p.id))
+        .map(|p| p.id)
+        .collect();
     Ok(Sorted {
         photos,
         others,
         whole,
+        unread,
     })
 }

@@ -41,6 +41,18 @@
   if (!wall) return;
   var photos = function () { return Array.prototype.slice.call(doc.querySelectorAll('.wall a.ph')); };
 
+  // A photo the server could not measure (its data not fetched yet: a
+  // bucket's view) takes the shape of its thumbnail, which keeps the photo's.
+  function reshape(img) {
+    var a = img.parentNode;
+    if (!a.hasAttribute('data-guess') || !img.naturalHeight) return;
+    var r = Math.min(4, Math.max(0.25, img.naturalWidth / img.naturalHeight));
+    a.style.setProperty('--r', r.toFixed(3));
+    a.removeAttribute('data-guess');
+  }
+  wall.addEventListener('load', function (e) { if (e.target.tagName === 'IMG') reshape(e.target); }, true);
+  photos().forEach(function (a) { var img = a.querySelector('img'); if (img && img.complete) reshape(img); });
+
   // The next page of the wall, fetched when its link comes into view.
   function more(link) {
     if (!('IntersectionObserver' in window)) return;
