@@ -687,17 +687,66 @@ fn a_server_in_front_of_an_encrypted_bucket_opens_it_with_its_own_key() {
     ok(through(&server, &t.join("b"), &["add", "."]));
     ok(through(&server, &t.join("b"), &["commit", "-m", "second"]));
     ok(through(&server, &t.join("b"), &["push", "origin", "main"]));
-    for (key, body) in file_bytes(&minio.data_dir().join("vault")) {
-        assert!(
-            !contains(&body, marker.as_bytes()),
-            "{key} holds the marker"
+    // A browser's upload through the server: staged in the bucket and
+    // committed there, sealed at each step.
+    let uploaded = "FROM-A-BROWSER-7d2a";
+    let sealed_everywhere = |marker: &str| {
+        for (key, body) in file_bytes(&minio.data_dir().join("vault")) {
+            assert!(
+                !contains(&body, marker.as_bytes()),
+                "{key} holds the marker"
+            );
+        }
+    };
+    let web = |path: &str, body: &[u8]| {
+        let (code, _, reply) = common::servers::http(
+            server.port,
+            if path.contains("offset") {
+                "PUT"
+            } else {
+                "POST"
+            },
+            path,
+            &[
+                ("Authorization", "Bearer bob-secret"),
+                ("Content-Type", "application/json"),
+            ],
+            body,
         );
-    }
+        (code, reply)
+    };
+    let bytes = format!("{uploaded}\n");
+    let (code, reply) = web(
+        "/hub/uploads",
+        format!(r#"{{"name":"web.txt","size":{}}}"#, bytes.len()).as_bytes(),
+    );
+    assert_eq!(code, 201, "{reply}");
+    let id = serde_json::from_str::<serde_json::Value>(&reply).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (code, reply) = web(&format!("/hub/uploads/{id}?offset=0"), bytes.as_bytes());
+    assert_eq!(code, 200, "{reply}");
+    assert!(!minio.list("vault", "r/server/staged/").is_empty());
+    sealed_everywhere(uploaded);
+    let seen = ok(through(&server, &t.join("b"), &["rev-parse", "main"]));
+    let (code, reply) = web(
+        "/hub/commit-uploads",
+        format!(
+            r#"{{"branch":"main","seen":"{}","folder":"","files":[{{"name":"web.txt","id":"{id}"}}]}}"#,
+            seen.trim()
+        )
+        .as_bytes(),
+    );
+    assert_eq!(code, 200, "{reply}");
+    sealed_everywhere(uploaded);
+    sealed_everywhere(marker);
     ok(on(&minio, &alice, &a, &["pull", "origin", "main"]));
     assert_eq!(
         std::fs::read_to_string(a.join("two.txt")).unwrap(),
         format!("{marker}\n")
     );
+    assert_eq!(std::fs::read_to_string(a.join("web.txt")).unwrap(), bytes);
 }
 
 /// What a replica does with a plain bucket it does with an encrypted one:
