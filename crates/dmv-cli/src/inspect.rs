@@ -137,6 +137,11 @@ pub fn log(a: LogArgs) -> Result<u8> {
             .map(|n| format!(" {}", decoration_text(n)))
             .unwrap_or_default()
     };
+    // As git's log.mailmap: names and emails as .mailmap gives them, in the layouts and in %aN, %aE, %cN, %cE.
+    let people: Box<People<'_>> = match a.json {
+        true => Box::new(|n: &str, e: &str| (n.to_string(), e.to_string())),
+        false => Box::new(mailmap_people(&repo)?),
+    };
     let mut graph = Graph::default();
     for (shown, info) in commits.enumerate() {
         let info = info?;
@@ -158,9 +163,13 @@ pub fn log(a: LogArgs) -> Result<u8> {
                     out,
                     "{}{}",
                     if shown == 0 { "" } else { "\n" },
-                    format_commit(named_format(format), &info)
+                    format_commit(named_format(format), &info, &*people)
                 )?,
-                false => writeln!(out, "{}", format_commit(named_format(format), &info))?,
+                false => writeln!(
+                    out,
+                    "{}",
+                    format_commit(named_format(format), &info, &*people)
+                )?,
             }
         } else if a.oneline {
             writeln!(
@@ -192,7 +201,8 @@ pub fn log(a: LogArgs) -> Result<u8> {
                         .join(" ")
                 )?;
             }
-            writeln!(out, "Author: {} <{}>", c.author.name, c.author.email)?;
+            let (name, email) = people(&c.author.name, &c.author.email);
+            writeln!(out, "Author: {name} <{email}>")?;
             writeln!(out, "Date:   {}\n", dmv_repo::utc_time(c.author.time))?;
             for line in c.message.lines() {
                 writeln!(out, "    {line}")?;
@@ -357,10 +367,10 @@ impl Graph {
 fn named_format(format: &str) -> &str {
     match format {
         "oneline" => "%H %s",
-        "short" => "commit %H%nAuthor: %an <%ae>%n%n    %s%n",
-        "medium" => "commit %H%nAuthor: %an <%ae>%nDate:   %ad%n%n    %s%n",
-        "full" => "commit %H%nAuthor: %an <%ae>%nCommit: %cn <%ce>%n%n    %s%n",
-        "fuller" => "commit %H%nAuthor:     %an <%ae>%nAuthorDate: %ad%nCommit:     %cn <%ce>%nCommitDate: %cd%n%n    %s%n",
+        "short" => "commit %H%nAuthor: %aN <%aE>%n%n    %s%n",
+        "medium" => "commit %H%nAuthor: %aN <%aE>%nDate:   %ad%n%n    %s%n",
+        "full" => "commit %H%nAuthor: %aN <%aE>%nCommit: %cN <%cE>%n%n    %s%n",
+        "fuller" => "commit %H%nAuthor:     %aN <%aE>%nAuthorDate: %ad%nCommit:     %cN <%cE>%nCommitDate: %cd%n%n    %s%n",
         other => other.strip_prefix("format:").or_else(|| other.strip_prefix("tformat:")).unwrap_or(other),
     }
 }
@@ -399,8 +409,23 @@ fn short_date(time: i64) -> String {
     dmv_repo::utc_time(time).chars().take(10).collect()
 }
 
+/// The name and email a person goes by, for a commit's name and email (the mailmap's answer).
+type People<'a> = dyn Fn(&str, &str) -> (String, String) + 'a;
+
+/// The repository's mailmap as a lookup, after a warning when it was too large to read.
+fn mailmap_people(repo: &Repository) -> Result<impl Fn(&str, &str) -> (String, String)> {
+    let mailmap = repo.history().mailmap()?;
+    if let Some(why) = mailmap.refusal() {
+        eprintln!("warning: {}", printable(why));
+    }
+    Ok(move |name: &str, email: &str| {
+        let (n, e) = mailmap.map(name, email);
+        (n.to_string(), e.to_string())
+    })
+}
+
 /// A commit as `--format` asks, with git's placeholders (an unknown one is kept as written).
-fn format_commit(format: &str, info: &dmv_repo::CommitInfo) -> String {
+fn format_commit(format: &str, info: &dmv_repo::CommitInfo, people: &People<'_>) -> String {
     let now = || {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -429,6 +454,10 @@ fn format_commit(format: &str, info: &dmv_repo::CommitInfo) -> String {
         let (text, used) = match two {
             "an" => (c.author.name.clone(), 2),
             "ae" => (c.author.email.clone(), 2),
+            "aN" => (people(&c.author.name, &c.author.email).0, 2),
+            "aE" => (people(&c.author.name, &c.author.email).1, 2),
+            "cN" => (people(&c.committer.name, &c.committer.email).0, 2),
+            "cE" => (people(&c.committer.name, &c.committer.email).1, 2),
             "ad" => (dmv_repo::utc_time(c.author.time), 2),
             "at" => (c.author.time.to_string(), 2),
             "cn" => (c.committer.name.clone(), 2),
@@ -517,11 +546,11 @@ pub fn show(a: ShowArgs) -> Result<u8> {
                 .join(" ")
         ),
     };
+    // As git's log.mailmap: the author as .mailmap names them.
+    let (name, email) = mailmap_people(&repo)?(&c.author.name, &c.author.email);
     println!(
-        "{}{merge}\nAuthor: {} <{}>\nDate:   {}\n",
+        "{}{merge}\nAuthor: {name} <{email}>\nDate:   {}\n",
         paint(Style::Id, &format!("commit {id}")),
-        c.author.name,
-        c.author.email,
         dmv_repo::utc_time(c.author.time)
     );
     for line in c.message.lines() {

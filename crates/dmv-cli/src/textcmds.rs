@@ -3,6 +3,7 @@
 //! would parse it; ids are DMV's (64 hex digits, 12 when short).
 
 use std::io::Write;
+use std::ops::Range;
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
@@ -17,9 +18,10 @@ use crate::repo_args::{open_repo, printable, repo_paths, show_path};
 const BLAME_FETCH_VERSIONS: usize = 10_000;
 
 #[derive(Args)]
-#[command(override_usage = "dmv blame [--porcelain] [REV] [--] FILE")]
+#[command(override_usage = "dmv blame [--porcelain] [-L START,END]… [REV] [--] FILE")]
 pub struct BlameArgs {
-    /// [REV] FILE: the file as of REV (default HEAD).
+    /// [REV] FILE: the file as of REV (default: the working file, its
+    /// lines not committed yet shown as git shows them; HEAD in a bare replica).
     #[arg(value_name = "REV|FILE", num_args = 0..=2)]
     args: Vec<String>,
     /// The file, after `--`.
@@ -31,26 +33,40 @@ pub struct BlameArgs {
     /// the first time it is named; then each line after a tab.
     #[arg(long)]
     porcelain: bool,
+    /// Only these lines: START,END, START,+COUNT, START,-COUNT, START (to
+    /// the end) or ,END; line numbers from 1. Given more than once, each range.
+    #[arg(short = 'L', value_name = "START,END", allow_hyphen_values = true)]
+    ranges: Vec<String>,
 }
 
 /// Each line of a text file with the commit that last changed it, as `git blame` shows it.
 pub fn blame(a: BlameArgs) -> Result<u8> {
     let repo = open_repo()?;
     let (rev, file) = match (a.args.as_slice(), a.file.as_slice()) {
-        ([], [file]) => ("HEAD".to_string(), file.clone()),
-        ([rev], [file]) => (rev.clone(), file.clone()),
-        ([file], []) => ("HEAD".to_string(), PathBuf::from(file)),
-        ([rev, file], []) => (rev.clone(), PathBuf::from(file)),
-        _ => bail!("usage: dmv blame [--porcelain] [REV] [--] FILE"),
+        ([], [file]) => (None, file.clone()),
+        ([rev], [file]) => (Some(rev.clone()), file.clone()),
+        ([file], []) => (None, PathBuf::from(file)),
+        ([rev, file], []) => (Some(rev.clone()), PathBuf::from(file)),
+        _ => bail!("usage: dmv blame [--porcelain] [-L START,END] [REV] [--] FILE"),
     };
+    // As git: without a revision, the working file; a bare replica has none, HEAD's then.
+    let worktree = rev.is_none() && !repo.config.bare;
+    let rev = rev.unwrap_or_else(|| "HEAD".to_string());
     let path = repo_paths(&repo, &[file])?.remove(0);
     // A partial replica fetches the versions it lacks first, as `cat` does.
     if repo.is_partial() {
+        let versions = match worktree {
+            // The working file may be new: HEAD then has no versions of it to fetch.
+            true => repo
+                .history()
+                .blame_versions(&rev, &path, BLAME_FETCH_VERSIONS)
+                .unwrap_or_default(),
+            false => repo
+                .history()
+                .blame_versions(&rev, &path, BLAME_FETCH_VERSIONS)?,
+        };
         let mut absent = Vec::new();
-        for (p, e) in repo
-            .history()
-            .blame_versions(&rev, &path, BLAME_FETCH_VERSIONS)?
-        {
+        for (p, e) in versions {
             if repo.copies().is_absent(&e)? {
                 absent.push((p, e));
             }
@@ -59,12 +75,28 @@ pub fn blame(a: BlameArgs) -> Result<u8> {
             dmv_sync::fetch_versions(&repo, absent, &dmv_sync::Silent)?;
         }
     }
-    let blame = repo.history().blame(&rev, &path)?;
+    let blame = match worktree {
+        true => repo.history().blame_worktree(&path)?,
+        false => repo.history().blame(&rev, &path)?,
+    };
+    let spans = blame.spans(&a.ranges, &path)?;
+    let mailmap = repo.history().mailmap()?;
+    if let Some(why) = mailmap.refusal() {
+        eprintln!("warning: {}", printable(why));
+    }
+    let people = |s: &Signature| -> Signature {
+        let (name, email) = mailmap.map(&s.name, &s.email);
+        Signature {
+            name: name.to_string(),
+            email: email.to_string(),
+            ..s.clone()
+        }
+    };
     let _pager = crate::terminal::start_pager(&repo);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     match a.porcelain {
-        true => print_porcelain(&mut out, &blame)?,
-        false => print_blame(&mut out, &blame, &path)?,
+        true => print_porcelain(&mut out, &blame, &spans, &people)?,
+        false => print_blame(&mut out, &blame, &path, &spans, &people)?,
     }
     out.flush()?;
     Ok(0)
@@ -72,28 +104,35 @@ pub fn blame(a: BlameArgs) -> Result<u8> {
 
 /// git's default blame: `id (author date line) text`, the id `^`-marked
 /// for a root commit's lines, a file name column when lines came from
-/// another name.
-fn print_blame(out: &mut impl Write, blame: &dmv_repo::Blame, path: &[u8]) -> Result<()> {
+/// another name; widths as the lines shown need them.
+fn print_blame(
+    out: &mut impl Write,
+    blame: &dmv_repo::Blame,
+    path: &[u8],
+    spans: &[Range<usize>],
+    people: &dyn Fn(&Signature) -> Signature,
+) -> Result<()> {
+    let shown: Vec<usize> = spans.iter().flat_map(|s| s.clone()).collect();
+    let commit_of = |i: usize| &blame.commits[&blame.origins[i].commit];
     // git shows ids one digit longer than its abbreviation, so a boundary's `^` fits.
     let width = blame
         .origins
         .first()
         .map_or(13, |o| o.commit.short().len() + 1);
-    let show_names = blame.commits.values().any(|c| c.path != path);
-    let longest_name = blame
-        .commits
-        .values()
-        .map(|c| show_path(&c.path).chars().count())
-        .max()
-        .unwrap_or(0);
-    let longest_author = blame
-        .origins
+    let show_names = shown.iter().any(|&i| commit_of(i).path != path);
+    let longest_name = shown
         .iter()
-        .map(|o| blame.commits[&o.commit].commit.author.name.chars().count())
+        .map(|&i| show_path(&commit_of(i).path).chars().count())
         .max()
         .unwrap_or(0);
-    let digits = blame.origins.len().to_string().len();
-    for (i, origin) in blame.origins.iter().enumerate() {
+    let longest_author = shown
+        .iter()
+        .map(|&i| people(&commit_of(i).commit.author).name.chars().count())
+        .max()
+        .unwrap_or(0);
+    let digits = shown.last().map_or(1, |i| (i + 1).to_string().len());
+    for i in shown {
+        let origin = &blame.origins[i];
         let c = &blame.commits[&origin.commit];
         let hex = origin.commit.to_hex();
         match c.boundary {
@@ -103,14 +142,14 @@ fn print_blame(out: &mut impl Write, blame: &dmv_repo::Blame, path: &[u8]) -> Re
         if show_names {
             write!(out, " {:<longest_name$}", show_path(&c.path))?;
         }
-        let author = &c.commit.author;
+        let author = people(&c.commit.author);
         let pad = longest_author - author.name.chars().count();
         write!(
             out,
             " ({}{} {} {:>digits$}) ",
             author.name,
             " ".repeat(pad),
-            iso_date(author),
+            iso_date(&author),
             i + 1
         )?;
         out.write_all(blame.line(i))?;
@@ -120,57 +159,65 @@ fn print_blame(out: &mut impl Write, blame: &dmv_repo::Blame, path: &[u8]) -> Re
 }
 
 /// git's `blame --porcelain`.
-fn print_porcelain(out: &mut impl Write, blame: &dmv_repo::Blame) -> Result<()> {
+fn print_porcelain(
+    out: &mut impl Write,
+    blame: &dmv_repo::Blame,
+    spans: &[Range<usize>],
+    people: &dyn Fn(&Signature) -> Signature,
+) -> Result<()> {
     let mut told = std::collections::HashSet::new();
-    let mut i = 0;
-    while i < blame.origins.len() {
-        let first = blame.origins[i];
-        // A group: lines of one commit, following each other there too.
-        let mut n = 1;
-        while blame
-            .origins
-            .get(i + n)
-            .is_some_and(|o| o.commit == first.commit && o.line == first.line + n)
-        {
-            n += 1;
-        }
-        let hex = first.commit.to_hex();
-        let c = &blame.commits[&first.commit];
-        for k in 0..n {
-            match k {
-                0 => writeln!(out, "{hex} {} {} {n}", first.line, i + 1)?,
-                _ => writeln!(out, "{hex} {} {}", first.line + k, i + k + 1)?,
+    for span in spans {
+        let mut i = span.start;
+        while i < span.end {
+            let first = blame.origins[i];
+            // A group: lines of one commit, following each other there too.
+            let mut n = 1;
+            while i + n < span.end
+                && blame
+                    .origins
+                    .get(i + n)
+                    .is_some_and(|o| o.commit == first.commit && o.line == first.line + n)
+            {
+                n += 1;
             }
-            if k == 0 && told.insert(first.commit) {
-                let (a, m) = (&c.commit.author, &c.commit.committer);
-                writeln!(out, "author {}", a.name)?;
-                writeln!(out, "author-mail <{}>", a.email)?;
-                writeln!(out, "author-time {}", a.time)?;
-                writeln!(out, "author-tz {}", tz(a.tz_minutes))?;
-                writeln!(out, "committer {}", m.name)?;
-                writeln!(out, "committer-mail <{}>", m.email)?;
-                writeln!(out, "committer-time {}", m.time)?;
-                writeln!(out, "committer-tz {}", tz(m.tz_minutes))?;
-                let summary = c
-                    .commit
-                    .message
-                    .lines()
-                    .find(|l| !l.trim().is_empty())
-                    .map_or_else(|| format!("({hex})"), str::to_string);
-                writeln!(out, "summary {summary}")?;
-                if c.boundary {
-                    writeln!(out, "boundary")?;
+            let hex = first.commit.to_hex();
+            let c = &blame.commits[&first.commit];
+            for k in 0..n {
+                match k {
+                    0 => writeln!(out, "{hex} {} {} {n}", first.line, i + 1)?,
+                    _ => writeln!(out, "{hex} {} {}", first.line + k, i + k + 1)?,
                 }
-                if let Some((parent, before)) = &c.previous {
-                    writeln!(out, "previous {parent} {}", show_path(before))?;
+                if k == 0 && told.insert(first.commit) {
+                    let (a, m) = (people(&c.commit.author), people(&c.commit.committer));
+                    writeln!(out, "author {}", a.name)?;
+                    writeln!(out, "author-mail <{}>", a.email)?;
+                    writeln!(out, "author-time {}", a.time)?;
+                    writeln!(out, "author-tz {}", tz(a.tz_minutes))?;
+                    writeln!(out, "committer {}", m.name)?;
+                    writeln!(out, "committer-mail <{}>", m.email)?;
+                    writeln!(out, "committer-time {}", m.time)?;
+                    writeln!(out, "committer-tz {}", tz(m.tz_minutes))?;
+                    let summary = c
+                        .commit
+                        .message
+                        .lines()
+                        .find(|l| !l.trim().is_empty())
+                        .map_or_else(|| format!("({hex})"), str::to_string);
+                    writeln!(out, "summary {summary}")?;
+                    if c.boundary {
+                        writeln!(out, "boundary")?;
+                    }
+                    if let Some((parent, before)) = &c.previous {
+                        writeln!(out, "previous {parent} {}", show_path(before))?;
+                    }
+                    writeln!(out, "filename {}", show_path(&c.path))?;
                 }
-                writeln!(out, "filename {}", show_path(&c.path))?;
+                out.write_all(b"\t")?;
+                out.write_all(blame.line(i + k))?;
+                out.write_all(b"\n")?;
             }
-            out.write_all(b"\t")?;
-            out.write_all(blame.line(i + k))?;
-            out.write_all(b"\n")?;
+            i += n;
         }
-        i += n;
     }
     Ok(())
 }
@@ -193,15 +240,24 @@ fn iso_date(s: &Signature) -> String {
 
 #[derive(Args)]
 #[command(
-    override_usage = "dmv grep [-n] [-i] [-l] [-c] [-w] [-F|-E|-G] PATTERN [REV…] [-- PATH…]"
+    override_usage = "dmv grep [-n] [-i] [-l] [-c] [-w] [-v] [-q] [-F|-E|-G] (PATTERN | -e PATTERN…) [REV…] [-- PATH…]"
 )]
 pub struct GrepArgs {
-    /// What to look for: a POSIX basic regular expression (git's default), or as -E or -F say.
-    pattern: String,
-    /// Revisions whose files to search (default: the working tree's tracked
-    /// files), then paths (files or folders), as git takes them.
-    #[arg(value_name = "REV|PATH")]
+    /// What to look for (unless -e gives it): a POSIX basic regular
+    /// expression (git's default), or as -E or -F say; then revisions whose
+    /// files to search (default: the working tree's tracked files), then
+    /// paths (files or folders), as git takes them.
+    #[arg(value_name = "PATTERN|REV|PATH")]
     rest: Vec<String>,
+    /// A pattern; given more than once, a line matching any of them matches.
+    #[arg(short = 'e', value_name = "PATTERN", allow_hyphen_values = true)]
+    patterns: Vec<String>,
+    /// Lines that do not match.
+    #[arg(short = 'v', long = "invert-match")]
+    invert_match: bool,
+    /// Print nothing: the exit status says whether anything matched (0) or not (1).
+    #[arg(short = 'q', long = "quiet")]
+    quiet: bool,
     /// Only these files or folders.
     #[arg(last = true, value_name = "PATH")]
     paths: Vec<PathBuf>,
@@ -239,18 +295,26 @@ pub fn grep(a: GrepArgs) -> Result<u8> {
         (_, true) => PatternSyntax::Extended,
         _ => PatternSyntax::Basic,
     };
-    let pattern = GrepPattern::new(
-        &a.pattern,
+    // Without -e, the first argument is the pattern.
+    let (patterns, rest) = match (a.patterns.is_empty(), a.rest.split_first()) {
+        (false, _) => (a.patterns.clone(), a.rest.as_slice()),
+        (true, Some((first, rest))) => (vec![first.clone()], rest),
+        (true, None) => bail!("no pattern given (dmv grep PATTERN, or -e PATTERN)"),
+    };
+    let patterns: Vec<&str> = patterns.iter().map(String::as_str).collect();
+    let pattern = GrepPattern::new_many(
+        &patterns,
         GrepOptions {
             syntax,
             ignore_case: a.ignore_case,
             whole_words: a.word_regexp,
+            invert: a.invert_match,
         },
     )?;
     // As git: revisions first, then from the first argument that is none, paths.
     let mut revs = Vec::new();
     let mut named = a.paths.clone();
-    for arg in &a.rest {
+    for arg in rest {
         if named.len() == a.paths.len() && repo.resolve(arg).is_ok() {
             revs.push(arg.clone());
         } else {
@@ -270,7 +334,8 @@ pub fn grep(a: GrepArgs) -> Result<u8> {
     let request = GrepRequest {
         pattern: &pattern,
         paths: &paths,
-        first_only: a.files_with_matches,
+        first_only: a.files_with_matches || a.quiet,
+        first_file_only: a.quiet,
     };
     let _pager = crate::terminal::start_pager(&repo);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -292,6 +357,8 @@ pub fn grep(a: GrepArgs) -> Result<u8> {
         let mut sink = |event: GrepEvent<'_>| -> dmv_repo::RepoResult<()> {
             let io = |e: std::io::Error| dmv_repo::RepoError::io("standard output", e);
             match event {
+                GrepEvent::Line { .. } if a.quiet => {}
+                GrepEvent::File { .. } if a.quiet => matched = true,
                 GrepEvent::Line { path, number, text } if !a.count => {
                     let mut head = name(path);
                     if a.line_number {
@@ -327,6 +394,9 @@ pub fn grep(a: GrepArgs) -> Result<u8> {
         };
         absent += summary.absent;
         too_long.extend(summary.too_long.iter().map(|p| name(p)));
+        if a.quiet && matched {
+            break;
+        }
     }
     out.flush()?;
     drop(out);
@@ -382,6 +452,15 @@ pub struct DescribeArgs {
     /// TAG-COUNT-gID even when the tag names the commit itself.
     #[arg(long)]
     long: bool,
+    /// Add MARK (default `-dirty`) when tracked files differ from HEAD (the working tree's commit is described).
+    #[arg(long, value_name = "MARK", num_args = 0..=1, require_equals = true, default_missing_value = "-dirty")]
+    dirty: Option<String>,
+    /// Only tags whose name matches this glob (`v*`); given more than once, any of them.
+    #[arg(long = "match", value_name = "GLOB")]
+    matching: Vec<String>,
+    /// No tag whose name matches this glob; given more than once, none of them.
+    #[arg(long, value_name = "GLOB")]
+    exclude: Vec<String>,
 }
 
 /// The nearest tag of a commit, as `git describe` names it: TAG, or TAG-COUNT-gID with COUNT commits on top.
@@ -389,21 +468,40 @@ pub fn describe(a: DescribeArgs) -> Result<u8> {
     if a.long && a.abbrev == Some(0) {
         bail!("options '--long' and '--abbrev=0' cannot be used together");
     }
+    if a.dirty.is_some() && a.rev.is_some() {
+        bail!("option '--dirty' and commit-ishes cannot be used together");
+    }
     let repo = open_repo()?;
     let rev = a.rev.as_deref().unwrap_or("HEAD");
     let commit = repo.resolve(rev)?;
+    // As git's: tracked files changed (staged or not) make the tree dirty; untracked ones do not.
+    let mark = match &a.dirty {
+        Some(mark) => {
+            let status = repo.status()?;
+            match status.staged.is_empty() && status.unstaged.is_empty() {
+                true => "",
+                false => mark.as_str(),
+            }
+        }
+        None => "",
+    };
     let digits = match a.abbrev {
         None => commit.short().len(),
         Some(0) => 0,
         Some(n) => n.clamp(4, 64),
     };
     let short = |id: &ObjectId| id.to_hex()[..digits.max(4)].to_string();
-    match repo.history().describe(&commit, a.tags)? {
+    let found = repo
+        .history()
+        .describe(&commit, a.tags, &a.matching, &a.exclude)?;
+    match found {
         Description::Tag { name, depth, .. } if (depth == 0 && !a.long) || digits == 0 => {
-            println!("{name}")
+            println!("{name}{mark}")
         }
-        Description::Tag { name, depth, .. } => println!("{name}-{depth}-g{}", short(&commit)),
-        Description::Nothing { .. } if a.always => println!("{}", short(&commit)),
+        Description::Tag { name, depth, .. } => {
+            println!("{name}-{depth}-g{}{mark}", short(&commit))
+        }
+        Description::Nothing { .. } if a.always => println!("{}{mark}", short(&commit)),
         Description::Nothing { any_tags: false, .. } => {
             bail!("No names found, cannot describe anything.")
         }
@@ -443,7 +541,11 @@ pub fn shortlog(a: ShortlogArgs) -> Result<u8> {
         false => a.revs.clone(),
     };
     let walk = repo.history().rev_walk(&revs, false)?;
-    let mut groups = repo.history().shortlog(walk, a.email)?;
+    let mailmap = repo.history().mailmap()?;
+    if let Some(why) = mailmap.refusal() {
+        eprintln!("warning: {}", printable(why));
+    }
+    let mut groups = repo.history().shortlog(walk, a.email, &mailmap)?;
     if a.numbered {
         groups.sort_by_key(|g| std::cmp::Reverse(g.subjects.len()));
     }

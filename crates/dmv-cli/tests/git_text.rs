@@ -612,3 +612,294 @@ fn each_help_says_what_the_command_does_first() {
         assert!(help.starts_with(first), "{command}: {help}");
     }
 }
+
+/// The same edit made to a file in both working trees.
+fn edit_both(g: &Path, d: &Path, path: &str, edit: impl Fn(&str) -> String) {
+    for dir in [g, d] {
+        let text = std::fs::read_to_string(dir.join(path)).unwrap();
+        std::fs::write(dir.join(path), edit(&text)).unwrap();
+    }
+}
+
+/// A blame line with the id read as a subject (or NOT COMMITTED) and the
+/// date of a line not committed yet masked: git's is now.
+fn masked_blame(text: &str, ids: &HashMap<String, String>) -> Vec<(String, String)> {
+    text.lines()
+        .map(|l| {
+            let (id, rest) = l.split_once(' ').unwrap();
+            let id = id.trim_start_matches('^');
+            let who = match id.bytes().all(|b| b == b'0') {
+                true => "NOT COMMITTED".to_string(),
+                false => {
+                    let found: Vec<&String> = ids
+                        .iter()
+                        .filter(|(full, _)| full.starts_with(id))
+                        .map(|(_, s)| s)
+                        .collect();
+                    assert_eq!(found.len(), 1, "{l}");
+                    found[0].clone()
+                }
+            };
+            let mut rest = rest.to_string();
+            if let Some(at) = rest.find("Not Committed Yet") {
+                let date = at + rest[at..].find(|c: char| c.is_ascii_digit()).unwrap();
+                rest.replace_range(date..date + 25, "DATE");
+            }
+            (who, rest)
+        })
+        .collect()
+}
+
+#[test]
+fn blame_reads_the_working_file_and_line_ranges_as_git_does() {
+    let t = tempfile::tempdir().unwrap();
+    let (g, d) = history(t.path());
+    let (mut git_ids, mut dmv_ids) = subjects(&g, &d);
+    git_ids.insert("0".repeat(40), "NOT COMMITTED".into());
+    dmv_ids.insert("0".repeat(64), "NOT COMMITTED".into());
+    // Committed as it is: the working file's blame is HEAD's, ranges too.
+    for args in [&["-L", "2,4"][..], &["-L", "3,+2"], &["-L", "5"]] {
+        let args = [&["blame"], args, &["verse.txt"]].concat();
+        assert_eq!(
+            masked_blame(&dmv(&d, &args), &dmv_ids),
+            masked_blame(&git(&g, &args), &git_ids),
+            "{args:?}"
+        );
+    }
+    // A line changed, one added: not committed yet, as git says.
+    edit_both(&g, &d, "verse.txt", |t| {
+        t.replacen("Violets are green", "Violets are grey", 1) + "a line not committed\n"
+    });
+    edit_both(&g, &d, "src/lib.txt", |t| format!("// new first line\n{t}"));
+    let cases: &[&[&str]] = &[
+        &["verse.txt"],
+        &["src/lib.txt"],
+        &["-L", "2,4", "verse.txt"],
+        &["-L", "3,+2", "verse.txt"],
+        &["-L", "4,-2", "verse.txt"],
+        &["-L", "9", "verse.txt"],
+        &["-L", ",3", "verse.txt"],
+        &["-L", "6,3", "verse.txt"],
+        &["-L", "8,99", "verse.txt"],
+        &["-L", "1,2", "-L", "8,9", "verse.txt"],
+        &["-L", "1,3", "-L", "2,4", "verse.txt"],
+        &["-L", "2,3", "HEAD", "--", "verse.txt"],
+    ];
+    for args in cases {
+        let args = [&["blame"], *args].concat();
+        let want = git(&g, &args);
+        let got = dmv(&d, &args);
+        assert_eq!(
+            masked_blame(&got, &dmv_ids),
+            masked_blame(&want, &git_ids),
+            "{args:?}\n{got}\n{want}"
+        );
+        let porcelain_args = [&args[..1], &["--porcelain"], &args[1..]].concat();
+        let (git_lines, git_commits) = porcelain(&git(&g, &porcelain_args), &git_ids);
+        let (dmv_lines, dmv_commits) = porcelain(&dmv(&d, &porcelain_args), &dmv_ids);
+        assert_eq!(dmv_lines, git_lines, "{porcelain_args:?}");
+        let now_masked = |mut c: HashMap<String, Vec<String>>| {
+            if let Some(fields) = c.get_mut("NOT COMMITTED") {
+                for f in fields.iter_mut() {
+                    if f.starts_with("author-time") || f.starts_with("committer-time") {
+                        f.truncate(f.find(' ').unwrap());
+                    }
+                }
+            }
+            c
+        };
+        assert_eq!(
+            now_masked(dmv_commits),
+            now_masked(git_commits),
+            "{porcelain_args:?}"
+        );
+    }
+    assert!(dmv(&d, &["blame", "verse.txt"]).contains("(Not Committed Yet "));
+    // Ranges git refuses are refused in one line.
+    for bad in [
+        &["-L", "0,2"][..],
+        &["-L", "99"],
+        &["-L", "2,+0"],
+        &["-L", "2,x"],
+    ] {
+        let args = [&["blame"], bad, &["verse.txt"]].concat();
+        assert!(!git_out(&g, &args).status.success(), "{args:?}");
+        let out = dmv_out(&d, &args);
+        assert_eq!(out.status.code(), Some(128), "{args:?}");
+        let said = stderr(&out);
+        assert_eq!(said.lines().count(), 1, "{said}");
+        assert!(!said.contains("panicked"), "{said}");
+    }
+    assert!(stderr(&dmv_out(&d, &["blame", "-L", "99", "verse.txt"]))
+        .contains("file verse.txt has only 10 lines"));
+    // A file not in HEAD nor tracked is refused; a new tracked one is all not committed.
+    std::fs::write(d.join("new.txt"), "fresh\n").unwrap();
+    assert_eq!(dmv_out(&d, &["blame", "new.txt"]).status.code(), Some(128));
+    dmv(&d, &["add", "new.txt"]);
+    let fresh = dmv(&d, &["blame", "new.txt"]);
+    assert!(
+        fresh.starts_with("0000000000000 (Not Committed Yet "),
+        "{fresh}"
+    );
+}
+
+#[test]
+fn grep_takes_several_patterns_inverts_and_keeps_quiet_as_git_does() {
+    let t = tempfile::tempdir().unwrap();
+    let (g, d) = history(t.path());
+    let cases: &[&[&str]] = &[
+        &["-e", "one", "-e", "Two"],
+        &["-n", "-e", "fn", "-e", "Sugar", "HEAD~3"],
+        &["-e", "one", "HEAD", "--", "src"],
+        &["-c", "-e", "a+b", "-e", "-x", "-F"],
+        &["-v", "one"],
+        &["-v", "-n", "e", "HEAD"],
+        &["-v", "-c", "e"],
+        &["-v", "-l", "one"],
+        &["-v", "-e", "one", "-e", "the"],
+        &["-q", "one"],
+        &["-q", "no such words"],
+        &["-q", "-v", "one", "HEAD"],
+        &["-q", "-e", "nothing", "-e", "Sugar", "side"],
+    ];
+    for args in cases {
+        let want = git_out(&g, &[&["grep"], *args].concat());
+        let got = dmv_out(&d, &[&["grep"], *args].concat());
+        assert_eq!(
+            String::from_utf8_lossy(&got.stdout),
+            String::from_utf8_lossy(&want.stdout),
+            "grep {args:?}: {}",
+            stderr(&got)
+        );
+        assert_eq!(got.status.code(), want.status.code(), "grep {args:?}");
+    }
+    // No pattern at all: refused, as git refuses it.
+    let out = dmv_out(&d, &["grep"]);
+    assert_eq!(out.status.code(), Some(128));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    assert_eq!(git_out(&g, &["grep"]).status.code(), Some(128));
+}
+
+#[test]
+fn describe_marks_a_dirty_tree_and_picks_tags_by_glob_as_git_does() {
+    let t = tempfile::tempdir().unwrap();
+    let (g, d) = history(t.path());
+    let same = |args: &[&str]| {
+        let want = git_out(&g, args);
+        let got = dmv_out(&d, args);
+        assert_eq!(
+            got.status.code(),
+            want.status.code(),
+            "{args:?}: {}",
+            stderr(&got)
+        );
+        // TAG-COUNT-gID: the ids differ, the rest is compared.
+        let plain = |o: &Output| {
+            let text = String::from_utf8_lossy(&o.stdout).trim().to_string();
+            // A bare id (--always): its length differs.
+            let id = text
+                .find(|c: char| !c.is_ascii_hexdigit())
+                .unwrap_or(text.len());
+            if id >= 7 {
+                return format!("ID{}", &text[id..]);
+            }
+            match text.split_once("-g") {
+                Some((tag, rest)) => {
+                    let mark = rest.trim_start_matches(|c: char| c.is_ascii_hexdigit());
+                    format!("{tag}-g…{mark}")
+                }
+                None => text,
+            }
+        };
+        assert_eq!(plain(&got), plain(&want), "{args:?}");
+        if !got.status.success() {
+            assert_eq!(stderr(&got).lines().count(), 1, "{}", stderr(&got));
+        }
+    };
+    let cases: &[&[&str]] = &[
+        &["--dirty"],
+        &["--match", "v1"],
+        &["--match", "v*", "HEAD~3"],
+        &["--tags", "--match", "l*", "HEAD~2"],
+        &["--tags", "--match", "b*", "--match", "l*"],
+        &["--exclude", "v2"],
+        &["--tags", "--exclude", "v*", "--exclude", "light"],
+        &["--match", "nothing*"],
+        &["--match", "nothing*", "--always"],
+        &["--abbrev=0", "--match", "v1", "side"],
+    ];
+    for args in cases {
+        same(&[&["describe"], *args].concat());
+    }
+    // An untracked file leaves the tree clean; a changed tracked one makes it dirty.
+    for dir in [&g, &d] {
+        std::fs::write(dir.join("untracked.txt"), "x\n").unwrap();
+    }
+    same(&["describe", "--dirty"]);
+    edit_both(&g, &d, "root.txt", |t| format!("{t}more\n"));
+    for args in [
+        &["describe", "--dirty"][..],
+        &["describe", "--dirty=.mod"],
+        &["describe", "--tags", "--long", "--dirty"],
+        &["describe", "--always", "--match", "none", "--dirty"],
+        &["describe", "--dirty", "HEAD~1"],
+    ] {
+        same(args);
+    }
+    assert!(dmv(&d, &["describe", "--dirty"]).trim().ends_with("-dirty"));
+}
+
+#[test]
+fn mailmap_names_people_in_shortlog_and_log_as_gits() {
+    let t = tempfile::tempdir().unwrap();
+    let (g, d) = history(t.path());
+    // git's four forms, a comment, and a name matched without regard to case.
+    let mailmap = "# who is who\n\
+        Ada King <ada@example.org>\n\
+        <bob@proper.org> <bob@example.org>\n\
+        Cyd Proper <cyd@proper.org> <CYD@example.org>\n\
+        Dee Proper <dee@proper.org> dee <dee@example.org>\n";
+    for dir in [&g, &d] {
+        std::fs::write(dir.join(".mailmap"), mailmap).unwrap();
+    }
+    let cases: &[&[&str]] = &[
+        &["shortlog", "HEAD"],
+        &["shortlog", "-s", "-n", "-e", "HEAD"],
+        &["shortlog", "-e", "v1..HEAD"],
+        &["log", "--format=%aN|%aE|%an|%ae|%cN|%cE", "main"],
+        &["log", "--pretty=format:%aN <%aE>", "side"],
+    ];
+    for args in cases {
+        assert_eq!(dmv(&d, args), git(&g, args), "{args:?}");
+    }
+    // The layouts name the author as the mailmap does (git's log.mailmap).
+    let authors = |text: String| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.starts_with("Author:"))
+            .map(str::to_string)
+            .collect()
+    };
+    for args in [
+        &["log"][..],
+        &["log", "--pretty=fuller"],
+        &["show", "-s", "HEAD~1"],
+    ] {
+        assert_eq!(authors(dmv(&d, args)), authors(git(&g, args)), "{args:?}");
+    }
+    assert!(dmv(&d, &["shortlog", "-s", "HEAD"]).contains("Cyd Proper"));
+    // blame names people as the mailmap does too.
+    let blamed = dmv(&d, &["blame", "verse.txt"]);
+    assert!(blamed.contains("(Ada King "), "{blamed}");
+    // A mailmap past its budget is not read: one warning, the names as committed.
+    let big = format!("{mailmap}{}", "#".repeat(1 << 20));
+    std::fs::write(d.join(".mailmap"), big).unwrap();
+    let out = dmv_out(&d, &["shortlog", "-s", "HEAD"]);
+    assert_eq!(out.status.code(), Some(0));
+    let warned = stderr(&out);
+    assert_eq!(warned.lines().count(), 1, "{warned}");
+    assert!(
+        warned.contains(".mailmap is 1048") && warned.contains("not read"),
+        "{warned}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Cyd Charisse"));
+}

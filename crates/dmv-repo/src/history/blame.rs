@@ -9,7 +9,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::ops::Range;
 
-use dmv_store::object::{Commit, EntryKind};
+use dmv_store::object::{Commit, EntryKind, Signature};
 use dmv_store::ObjectId;
 
 use crate::error::{RepoError, RepoResult};
@@ -24,6 +24,10 @@ pub const MAX_BLAME_BYTES: u64 = 64 << 20;
 
 /// How much of a file is looked at for a NUL byte, as git does.
 const BINARY_PROBE: usize = 8000;
+
+/// The id a blame gives lines not committed yet (git's all-zero id): its
+/// commit in [`Blame::commits`] is made up, by "Not Committed Yet", as git's.
+pub const NOT_COMMITTED: ObjectId = ObjectId([0; 32]);
 
 /// A commit that brought lines of a blamed file.
 #[derive(Clone, Debug)]
@@ -68,6 +72,144 @@ impl Blame {
     pub fn line(&self, i: usize) -> &[u8] {
         &self.text[self.lines[i].clone()]
     }
+
+    /// The lines (from 0, end excluded) that `git blame -L` ranges name in
+    /// this file, in order, overlapping and touching ranges made one; all
+    /// lines when none is given. Each range is `START,END`, `START,+COUNT`,
+    /// `START,-COUNT`, `START` (to the end) or `,END` (from the first),
+    /// read as git reads them; `path` names the file in a refusal.
+    pub fn spans(&self, ranges: &[String], path: &[u8]) -> RepoResult<Vec<Range<usize>>> {
+        let count = self.lines.len();
+        if ranges.is_empty() {
+            return Ok(std::iter::once(0..count)
+                .filter(|r| !r.is_empty())
+                .collect());
+        }
+        let mut spans = Vec::with_capacity(ranges.len());
+        for r in ranges {
+            let span =
+                parse_line_range(r.as_bytes(), count).map_err(|detail| RepoError::BadSetting {
+                    key: format!("-L {r}"),
+                    detail: detail.for_file(&show(path)),
+                })?;
+            spans.push(span);
+        }
+        spans.sort_by_key(|s| s.start);
+        let mut merged: Vec<Range<usize>> = Vec::with_capacity(spans.len());
+        for s in spans {
+            match merged.last_mut() {
+                Some(last) if s.start <= last.end => last.end = last.end.max(s.end),
+                _ => merged.push(s),
+            }
+        }
+        Ok(merged)
+    }
+}
+
+/// Why a `-L` range is refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum BadRange {
+    /// Not a range git reads (or a form DMV does not: `/regex/`, `:funcname`).
+    Unreadable,
+    /// A line number below 1.
+    Number(i64),
+    /// `+0` or `-0`.
+    Empty,
+    /// A first line past the file's end.
+    PastTheEnd {
+        /// The file's line count.
+        lines: usize,
+    },
+}
+
+impl BadRange {
+    /// The refusal in git's words, for the file `path`.
+    fn for_file(&self, path: &str) -> String {
+        match self {
+            BadRange::Unreadable => {
+                "not a range (START,END, START,+COUNT, START,-COUNT; line numbers from 1)".into()
+            }
+            BadRange::Number(n) => format!("invalid line number: {n}"),
+            BadRange::Empty => "invalid empty range".into(),
+            BadRange::PastTheEnd { lines: 1 } => format!("file {path} has only 1 line"),
+            BadRange::PastTheEnd { lines } => format!("file {path} has only {lines} lines"),
+        }
+    }
+}
+
+/// A number as C's `strtol` reads it: leading spaces, a sign, digits
+/// (saturating); None without digits. Also what follows it.
+fn strtol(spec: &[u8]) -> Option<(i64, &[u8])> {
+    let mut i = 0;
+    while spec.get(i).is_some_and(|b| b.is_ascii_whitespace()) {
+        i += 1;
+    }
+    let negative = spec.get(i) == Some(&b'-');
+    if matches!(spec.get(i), Some(b'+' | b'-')) {
+        i += 1;
+    }
+    let digits = spec[i..].iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 {
+        return None;
+    }
+    let n = spec[i..i + digits].iter().fold(0i64, |n, d| {
+        n.saturating_mul(10).saturating_add(i64::from(d - b'0'))
+    });
+    Some((if negative { -n } else { n }, &spec[i + digits..]))
+}
+
+/// One end of a range, as git's `parse_loc`: `begin` is the line the end
+/// is counted from (0 for the start, which takes no `+`/`-` count). None
+/// for an end not given; the rest of `spec` after it.
+fn parse_end(spec: &[u8], begin: i64) -> Result<(Option<i64>, &[u8]), BadRange> {
+    if begin >= 1 && matches!(spec.first(), Some(b'+' | b'-')) {
+        let Some((n, rest)) = strtol(&spec[1..]) else {
+            return Ok((None, spec));
+        };
+        if n == 0 {
+            return Err(BadRange::Empty);
+        }
+        let n = if spec[0] == b'-' { -n } else { n };
+        let end = match n > 0 {
+            true => begin.saturating_add(n) - 2,
+            false => begin.saturating_add(n).max(1),
+        };
+        return Ok((Some(end), rest));
+    }
+    match strtol(spec) {
+        Some((n, _)) if n <= 0 => Err(BadRange::Number(n)),
+        Some((n, rest)) => Ok((Some(n), rest)),
+        None if matches!(spec.first(), Some(b'/' | b'^' | b':')) => Err(BadRange::Unreadable),
+        None => Ok((None, spec)),
+    }
+}
+
+/// A `-L` range over a file of `lines` lines, as git's
+/// `parse_range_arg` and blame read it: the lines it names from 0, end
+/// excluded, an end past the file's taken back to its last line, ends
+/// given the wrong way round swapped.
+pub(crate) fn parse_line_range(spec: &[u8], lines: usize) -> Result<Range<usize>, BadRange> {
+    let (bottom, rest) = parse_end(spec, 0)?;
+    let (top, rest) = match rest.split_first() {
+        Some((b',', after)) => parse_end(after, bottom.unwrap_or(0) + 1)?,
+        _ => (None, rest),
+    };
+    if !rest.is_empty() {
+        return Err(BadRange::Unreadable);
+    }
+    let (mut bottom, mut top) = (bottom.unwrap_or(0), top.unwrap_or(0));
+    if bottom != 0 && top != 0 && top < bottom {
+        std::mem::swap(&mut bottom, &mut top);
+    }
+    let count = lines as i64;
+    if (count == 0 && (top != 0 || bottom != 0)) || count < bottom {
+        return Err(BadRange::PastTheEnd { lines });
+    }
+    let bottom = bottom.max(1);
+    if top < 1 || count < top {
+        top = count;
+    }
+    Ok((bottom - 1) as usize..top.max(bottom - 1) as usize)
 }
 
 /// A commit whose version of the file still holds lines not settled:
@@ -96,8 +238,6 @@ impl History<'_> {
             return Err(RepoError::NotText { path: show(path) });
         }
         let lines = line_ranges(&text);
-        let mut origins: Vec<Option<LineOrigin>> = vec![None; lines.len()];
-        let mut commits = HashMap::new();
         let mut queue = SuspectQueue::default();
         let first = Suspect {
             path: path.to_vec(),
@@ -106,6 +246,99 @@ impl History<'_> {
             pending: (0..lines.len()).map(|i| (i, i)).collect(),
         };
         queue.add(self, start, first)?;
+        let origins = vec![None; lines.len()];
+        self.settle(text, lines, queue, origins, HashMap::new())
+    }
+
+    /// Each line of `text`, a version of `path` not committed yet (the
+    /// working file), as git blames it: the lines a line diff keeps from
+    /// HEAD's version are blamed there, the others are [`NOT_COMMITTED`],
+    /// made by "Not Committed Yet" at `now`. Refuses binary text, and
+    /// HEAD's version as [`History::blame`] does.
+    pub fn blame_uncommitted(&self, path: &[u8], text: Vec<u8>, now: i64) -> RepoResult<Blame> {
+        if text.iter().take(BINARY_PROBE).any(|b| *b == 0) {
+            return Err(RepoError::NotText { path: show(path) });
+        }
+        let lines = line_ranges(&text);
+        let mut pending: Vec<(usize, usize)> = (0..lines.len()).map(|i| (i, i)).collect();
+        let mut queue = SuspectQueue::default();
+        let head = self.head_commit()?;
+        let before = match head {
+            Some(h) => lookup(&self.store, &self.commit(&h)?.tree, path)?
+                .filter(|e| e.kind != EntryKind::Dir)
+                .map(|e| (h, e)),
+            None => None,
+        };
+        if let Some((h, entry)) = &before {
+            let head_text = self.blame_text(path, entry)?;
+            if !head_text.iter().take(BINARY_PROBE).any(|b| *b == 0) {
+                let kept = kept_lines(&head_text, &text);
+                let mut passed = Vec::new();
+                pending.retain(|&(blamed, here)| match kept[here] {
+                    Some(there) => {
+                        passed.push((blamed, there));
+                        false
+                    }
+                    None => true,
+                });
+                if !passed.is_empty() {
+                    let suspect = Suspect {
+                        path: path.to_vec(),
+                        entry: *entry,
+                        text: head_text,
+                        pending: passed,
+                    };
+                    queue.add(self, *h, suspect)?;
+                }
+            }
+        }
+        let mut origins = vec![None; lines.len()];
+        let mut commits = HashMap::new();
+        if !pending.is_empty() {
+            for &(blamed, here) in &pending {
+                origins[blamed] = Some(LineOrigin {
+                    commit: NOT_COMMITTED,
+                    line: here + 1,
+                });
+            }
+            let shown = show(path);
+            let nobody = Signature {
+                name: "Not Committed Yet".into(),
+                email: "not.committed.yet".into(),
+                time: now,
+                tz_minutes: 0,
+            };
+            let commit = Commit {
+                tree: NOT_COMMITTED,
+                parents: head.into_iter().collect(),
+                author: nobody.clone(),
+                committer: nobody,
+                message: format!("Version of {shown} from {shown}\n"),
+            };
+            let previous = before.map(|(h, _)| (h, path.to_vec()));
+            commits.insert(
+                NOT_COMMITTED,
+                BlamedCommit {
+                    commit,
+                    path: path.to_vec(),
+                    boundary: false,
+                    previous,
+                },
+            );
+        }
+        self.settle(text, lines, queue, origins, commits)
+    }
+
+    /// Takes the queued suspects newest first until every line of `text`
+    /// has its origin.
+    fn settle(
+        &self,
+        text: Vec<u8>,
+        lines: Vec<Range<usize>>,
+        mut queue: SuspectQueue,
+        mut origins: Vec<Option<LineOrigin>>,
+        mut commits: HashMap<ObjectId, BlamedCommit>,
+    ) -> RepoResult<Blame> {
         while let Some((id, mut suspect)) = queue.next() {
             let commit = self.commit(&id)?;
             let mut befores = Vec::with_capacity(commit.parents.len());
@@ -181,8 +414,12 @@ impl History<'_> {
             lines,
             origins: origins
                 .into_iter()
-                .map(|o| o.expect("every line is settled"))
-                .collect(),
+                .map(|o| {
+                    o.ok_or_else(|| RepoError::Scan {
+                        detail: "blame left a line without its commit".into(),
+                    })
+                })
+                .collect::<RepoResult<_>>()?,
             commits,
         })
     }
@@ -363,7 +600,65 @@ fn kept_lines(before: &[u8], after: &[u8]) -> Vec<Option<usize>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{kept_lines, line_ranges};
+    use super::{kept_lines, line_ranges, parse_line_range, BadRange};
+    use proptest::prelude::*;
+
+    #[test]
+    fn line_ranges_read_as_gits() {
+        let r = |spec: &str| parse_line_range(spec.as_bytes(), 10);
+        assert_eq!(r("2,4"), Ok(1..4));
+        assert_eq!(r("3,+2"), Ok(2..4));
+        assert_eq!(r("4,-2"), Ok(2..4));
+        assert_eq!(r("2,-5"), Ok(0..2));
+        assert_eq!(r("9"), Ok(8..10));
+        assert_eq!(r("9,"), Ok(8..10));
+        assert_eq!(r(",3"), Ok(0..3));
+        assert_eq!(r("6,3"), Ok(2..6));
+        assert_eq!(r("8,99"), Ok(7..10));
+        assert_eq!(r("+3"), Ok(2..10));
+        assert_eq!(r(" 2, 3"), Ok(1..3));
+        assert_eq!(r("0,2"), Err(BadRange::Number(0)));
+        assert_eq!(r("-2"), Err(BadRange::Number(-2)));
+        assert_eq!(r("2,0"), Err(BadRange::Number(0)));
+        assert_eq!(r("2,+0"), Err(BadRange::Empty));
+        assert_eq!(r("11"), Err(BadRange::PastTheEnd { lines: 10 }));
+        assert_eq!(r("2,x"), Err(BadRange::Unreadable));
+        assert_eq!(r("/re/"), Err(BadRange::Unreadable));
+        assert_eq!(r(":main"), Err(BadRange::Unreadable));
+        assert_eq!(r("99999999999999999999999,1"), Ok(0..10));
+        assert_eq!(
+            r("99999999999999999999999"),
+            Err(BadRange::PastTheEnd { lines: 10 })
+        );
+        assert_eq!(
+            parse_line_range(b"1", 0),
+            Err(BadRange::PastTheEnd { lines: 0 })
+        );
+        assert_eq!(parse_line_range(b"", 3), Ok(0..3));
+    }
+
+    proptest! {
+        /// Any bytes: no panic, and a range read lies within the file and is not empty.
+        #[test]
+        fn any_range_stays_within_the_file(
+            spec in proptest::collection::vec(any::<u8>(), 0..24),
+            lines in 0usize..50,
+        ) {
+            if let Ok(r) = parse_line_range(&spec, lines) {
+                prop_assert!(r.start <= r.end && r.end <= lines);
+                prop_assert!(lines == 0 || r.start < r.end);
+            }
+        }
+
+        /// START,END as written names those lines, whichever way round.
+        #[test]
+        fn start_and_end_name_their_lines(a in 1usize..40, b in 1usize..40, lines in 40usize..60) {
+            let r = parse_line_range(format!("{a},{b}").as_bytes(), lines).unwrap();
+            prop_assert_eq!(r, a.min(b) - 1..a.max(b));
+            let r = parse_line_range(format!("{a},+{b}").as_bytes(), lines).unwrap();
+            prop_assert_eq!(r, a - 1..(a + b - 1).min(lines));
+        }
+    }
 
     #[test]
     fn lines_kept_through_a_change_are_found() {

@@ -8,10 +8,11 @@
 use std::collections::{HashMap, VecDeque};
 
 use dmv_store::{ObjectId, ObjectKind};
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 use crate::ref_names::TAGS;
 use crate::repository::handles::History;
-use crate::RepoResult;
+use crate::{RepoError, RepoResult};
 
 /// How many tags the walk weighs before it stops looking (git's default).
 const MAX_CANDIDATES: usize = 10;
@@ -61,10 +62,68 @@ struct Candidate {
 /// The walk's flag for a commit queued once.
 const SEEN: u64 = 1;
 
+/// Which tags may name a commit (`describe --match`, `--exclude`): globs
+/// over a tag's ref name without `refs/tags/`, as git's wildmatch reads
+/// them (a `*` matches `/` too).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TagFilter {
+    matching: Option<GlobSet>,
+    excluding: Option<GlobSet>,
+}
+
+impl TagFilter {
+    /// Tags matching one of `matching` (any tag when none are given) and
+    /// none of `excluding`; a glob that cannot be read is refused.
+    pub(crate) fn new(matching: &[String], excluding: &[String]) -> RepoResult<TagFilter> {
+        let set = |globs: &[String]| -> RepoResult<Option<GlobSet>> {
+            if globs.is_empty() {
+                return Ok(None);
+            }
+            let mut set = GlobSetBuilder::new();
+            for g in globs {
+                let glob = GlobBuilder::new(g)
+                    .literal_separator(false)
+                    .backslash_escape(true)
+                    .build()
+                    .map_err(|e| RepoError::BadPattern {
+                        pattern: g.clone(),
+                        detail: e.kind().to_string(),
+                    })?;
+                set.add(glob);
+            }
+            set.build().map(Some).map_err(|e| RepoError::BadPattern {
+                pattern: globs.join(" "),
+                detail: e.to_string(),
+            })
+        };
+        Ok(TagFilter {
+            matching: set(matching)?,
+            excluding: set(excluding)?,
+        })
+    }
+
+    /// Whether the tag `name` (its ref name without `refs/tags/`) may name a commit.
+    pub(crate) fn admits(&self, name: &str) -> bool {
+        self.matching.as_ref().is_none_or(|m| m.is_match(name))
+            && self.excluding.as_ref().is_none_or(|x| !x.is_match(name))
+    }
+}
+
 impl History<'_> {
-    /// The nearest tag of `commit`: annotated tags only unless `lightweight`.
-    pub fn describe(&self, commit: &ObjectId, lightweight: bool) -> RepoResult<Description> {
-        let names = self.tag_names()?;
+    /// The nearest tag of `commit`: annotated tags only unless
+    /// `lightweight`, and of those only tags whose name (without
+    /// `refs/tags/`) matches one of the globs `matching` (any, when none is
+    /// given) and none of `excluding`, as git's `--match` and `--exclude`
+    /// read them (a `*` matches `/` too). A glob that cannot be read is refused.
+    pub fn describe(
+        &self,
+        commit: &ObjectId,
+        lightweight: bool,
+        matching: &[String],
+        excluding: &[String],
+    ) -> RepoResult<Description> {
+        let filter = TagFilter::new(matching, excluding)?;
+        let names = self.tag_names(&filter)?;
         if let Some(n) = names.get(commit) {
             if lightweight || n.prio == 2 {
                 return Ok(Description::Tag {
@@ -179,9 +238,12 @@ impl History<'_> {
 
     /// Each tagged commit's name: an annotated tag before a lightweight
     /// one, the newer of two annotated ones, else the first in ref order.
-    fn tag_names(&self) -> RepoResult<HashMap<ObjectId, Name>> {
+    fn tag_names(&self, filter: &TagFilter) -> RepoResult<HashMap<ObjectId, Name>> {
         let mut names: HashMap<ObjectId, Name> = HashMap::new();
         for (full, id) in self.refs.list(TAGS)? {
+            if !filter.admits(full.strip_prefix(TAGS).unwrap_or(&full)) {
+                continue;
+            }
             let peeled = self.peel(&id)?;
             if self.store.kind_of(&peeled)? != ObjectKind::Commit {
                 continue;
@@ -224,4 +286,20 @@ fn insert_by_date(list: &mut VecDeque<(i64, ObjectId)>, item: (i64, ObjectId)) {
         .position(|(t, _)| *t < item.0)
         .unwrap_or(list.len());
     list.insert(at, item);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TagFilter;
+
+    #[test]
+    fn tags_are_matched_and_excluded_by_glob() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let any = TagFilter::new(&[], &[]).unwrap();
+        assert!(any.admits("v1") && any.admits("base"));
+        let f = TagFilter::new(&s(&["v*"]), &s(&["v2*"])).unwrap();
+        assert!(f.admits("v1") && f.admits("v1/rc"));
+        assert!(!f.admits("v2") && !f.admits("base"));
+        assert!(TagFilter::new(&s(&["v[1"]), &[]).is_err());
+    }
 }

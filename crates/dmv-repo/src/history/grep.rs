@@ -47,13 +47,17 @@ pub struct GrepOptions {
     /// A match must be a whole word: neither preceded nor followed by a
     /// letter, digit or `_`.
     pub whole_words: bool,
+    /// The lines given are those that match none of the patterns (git grep's -v).
+    pub invert: bool,
 }
 
-/// A pattern ready to match lines.
+/// One or more patterns ready to match lines: a line matches when any of
+/// them does (git grep's several `-e`).
 #[derive(Clone, Debug)]
 pub struct GrepPattern {
-    regex: Regex,
+    regexes: Vec<Regex>,
     whole_words: bool,
+    invert: bool,
 }
 
 /// What a search of one file found.
@@ -96,6 +100,9 @@ pub struct GrepRequest<'a> {
     /// Stop at each file's first match and give no lines (what naming the
     /// files that match needs).
     pub first_only: bool,
+    /// Stop the whole search after the first file that matches (what an
+    /// exit status alone needs: git grep's -q).
+    pub first_file_only: bool,
 }
 
 /// What a search of many files passed over.
@@ -113,46 +120,50 @@ pub type GrepSink<'s> = dyn FnMut(GrepEvent<'_>) -> RepoResult<()> + 's;
 impl GrepPattern {
     /// `pattern` read as `options` say.
     pub fn new(pattern: &str, options: GrepOptions) -> RepoResult<GrepPattern> {
-        let translated = match options.syntax {
-            PatternSyntax::Fixed => escape(pattern),
-            PatternSyntax::Extended => posix(pattern, true),
-            PatternSyntax::Basic => posix(pattern, false),
+        GrepPattern::new_many(&[pattern], options)
+    }
+
+    /// Several patterns, each read as `options` say: a line matches when
+    /// any of them does (none given: every line matches, as an empty
+    /// pattern does).
+    pub fn new_many(patterns: &[&str], options: GrepOptions) -> RepoResult<GrepPattern> {
+        let patterns = match patterns.is_empty() {
+            true => &[""][..],
+            false => patterns,
         };
-        let config = syntax::Config::new()
-            .unicode(false)
-            .utf8(false)
-            .case_insensitive(options.ignore_case);
-        let regex = Regex::builder()
-            .syntax(config)
-            .build(&translated)
-            .map_err(|e| RepoError::BadPattern {
-                pattern: pattern.to_string(),
-                detail: e
-                    .syntax_error()
-                    .map_or_else(|| e.to_string(), |s| s.to_string())
-                    .lines()
-                    .last()
-                    .unwrap_or_default()
-                    .trim_start_matches("error: ")
-                    .to_string(),
-            })?;
+        let regexes = patterns
+            .iter()
+            .map(|p| one_regex(p, options))
+            .collect::<RepoResult<Vec<_>>>()?;
         Ok(GrepPattern {
-            regex,
+            regexes,
             whole_words: options.whole_words,
+            invert: options.invert,
         })
     }
 
-    /// Whether `line` (without its newline) matches, as git grep decides.
+    /// Whether the search gives `line` (without its newline): it matches,
+    /// or, inverted, it does not.
+    pub fn selects(&self, line: &[u8]) -> bool {
+        self.is_match(line) != self.invert
+    }
+
+    /// Whether `line` (without its newline) matches one of the patterns,
+    /// as git grep decides (inverting left aside).
     pub fn is_match(&self, line: &[u8]) -> bool {
+        self.regexes.iter().any(|r| self.regex_matches(r, line))
+    }
+
+    fn regex_matches(&self, regex: &Regex, line: &[u8]) -> bool {
         if !self.whole_words {
-            return self.regex.is_match(line);
+            return regex.is_match(line);
         }
         // git's rule: a match that is not a whole word is tried again from
         // the next place after a character that is not a word's.
         let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
         let mut from = 0;
         while from <= line.len() {
-            let Some(m) = self.regex.find(Input::new(line).range(from..)) else {
+            let Some(m) = regex.find(Input::new(line).range(from..)) else {
                 return false;
             };
             let starts = m.start() == 0 || !word(line[m.start() - 1]);
@@ -215,7 +226,7 @@ impl GrepPattern {
             }
             number += 1;
             let text = line.strip_suffix(b"\n").unwrap_or(&line);
-            if self.is_match(text) {
+            if self.selects(text) {
                 found.matches += 1;
                 if !binary && !first_only {
                     on_line(number, text)?;
@@ -229,26 +240,58 @@ impl GrepPattern {
     }
 }
 
+/// One pattern read as `options` say, as a regular expression.
+fn one_regex(pattern: &str, options: GrepOptions) -> RepoResult<Regex> {
+    let translated = match options.syntax {
+        PatternSyntax::Fixed => escape(pattern),
+        PatternSyntax::Extended => posix(pattern, true),
+        PatternSyntax::Basic => posix(pattern, false),
+    };
+    let config = syntax::Config::new()
+        .unicode(false)
+        .utf8(false)
+        .case_insensitive(options.ignore_case);
+    Regex::builder()
+        .syntax(config)
+        .build(&translated)
+        .map_err(|e| RepoError::BadPattern {
+            pattern: pattern.to_string(),
+            detail: e
+                .syntax_error()
+                .map_or_else(|| e.to_string(), |s| s.to_string())
+                .lines()
+                .last()
+                .unwrap_or_default()
+                .trim_start_matches("error: ")
+                .to_string(),
+        })
+}
+
 /// Searches one file's content, telling `sink` its lines and, if it
-/// matched, itself; a line past the bound is noted in `summary`.
+/// matched, itself; a line past the bound is noted in `summary`. True:
+/// the search is over (the file matched, and the request stops at the
+/// first file that does).
 pub(crate) fn search_file(
     request: &GrepRequest<'_>,
     path: &[u8],
     reader: &mut dyn Read,
     summary: &mut GrepSummary,
     sink: &mut GrepSink<'_>,
-) -> RepoResult<()> {
+) -> RepoResult<bool> {
     let searched = request
         .pattern
         .search(reader, request.first_only, &mut |number, text| {
             sink(GrepEvent::Line { path, number, text })
         })?;
     match searched {
-        Ok(found) if found.matches > 0 => sink(GrepEvent::File { path, found }),
-        Ok(_) => Ok(()),
+        Ok(found) if found.matches > 0 => {
+            sink(GrepEvent::File { path, found })?;
+            Ok(request.first_file_only)
+        }
+        Ok(_) => Ok(false),
         Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
             summary.too_long.push(path.to_vec());
-            Ok(())
+            Ok(false)
         }
         Err(e) => Err(RepoError::io(crate::paths::show(path), e)),
     }
@@ -285,7 +328,9 @@ impl History<'_> {
                 continue;
             }
             let mut reader = self.store.content_reader(&entry.id)?;
-            search_file(request, &path, &mut reader, &mut summary, sink)?;
+            if search_file(request, &path, &mut reader, &mut summary, sink)? {
+                break;
+            }
         }
         Ok(summary)
     }
@@ -514,6 +559,30 @@ mod tests {
             hits("one", words, &["one two", "foo_one", "someone one", "ones"]),
             ["one two", "someone one"]
         );
+    }
+
+    #[test]
+    fn several_patterns_match_any_and_invert_gives_the_rest() {
+        let p = GrepPattern::new_many(&["one", "tw"], GrepOptions::default()).unwrap();
+        let lines = ["one", "two", "three"];
+        let picked: Vec<&str> = lines
+            .into_iter()
+            .filter(|l| p.selects(l.as_bytes()))
+            .collect();
+        assert_eq!(picked, ["one", "two"]);
+        let inverted = GrepOptions {
+            invert: true,
+            ..GrepOptions::default()
+        };
+        let p = GrepPattern::new_many(&["one", "tw"], inverted).unwrap();
+        let picked: Vec<&str> = lines
+            .into_iter()
+            .filter(|l| p.selects(l.as_bytes()))
+            .collect();
+        assert_eq!(picked, ["three"]);
+        // One bad pattern among several is refused by name.
+        let err = GrepPattern::new_many(&["ok", "a\\("], GrepOptions::default()).unwrap_err();
+        assert!(err.to_string().contains("a\\\\("), "{err}");
     }
 
     #[test]

@@ -3,11 +3,12 @@
 //! stored object keeps, and a commit's files as an archive; then what git's
 //! text commands read of it: lists of commits (`rev_list`, with shortlog's
 //! grouping), a commit named after its nearest tag (`describe`), each line's
-//! last change (`blame`), and lines that match a pattern (`grep`). Nothing
-//! here reads or writes the working tree.
+//! last change (`blame`), lines that match a pattern (`grep`), and the
+//! names people go by (`mailmap`). Nothing here reads or writes the
+//! working tree.
 //!
 //! Read bottom up: `tree`, `graph`, `revisions`, `log_query`, `branches`, `object_rules`,
-//! `tree_diff`, `archive`, `rev_list`, `describe`, `blame`, `grep`.
+//! `tree_diff`, `archive`, `rev_list`, `describe`, `blame`, `grep`, `mailmap`.
 
 pub(crate) mod archive;
 pub(crate) mod blame;
@@ -17,6 +18,7 @@ pub(crate) mod graph;
 pub(crate) mod grep;
 pub(crate) mod last_changes;
 pub(crate) mod log_query;
+pub(crate) mod mailmap;
 pub(crate) mod object_rules;
 pub(crate) mod rev_list;
 pub(crate) mod revisions;

@@ -9,6 +9,7 @@ use dmv_store::object::Commit;
 use dmv_store::ObjectKind;
 
 use crate::history::graph::CommitWalk;
+use crate::history::mailmap::Mailmap;
 use crate::repository::handles::History;
 use crate::RepoResult;
 
@@ -53,20 +54,22 @@ impl<'r> History<'r> {
     }
 
     /// The commits of `walk` by author, as `git shortlog` groups them:
-    /// authors in byte order of their names (of `Name <email>` with
-    /// `emails`), each with its subjects oldest first.
+    /// authors (as `mailmap` names them) in byte order of their names (of
+    /// `Name <email>` with `emails`), each with its subjects oldest first.
     pub fn shortlog(
         &self,
         walk: impl Iterator<Item = RepoResult<crate::CommitInfo>>,
         emails: bool,
+        mailmap: &Mailmap,
     ) -> RepoResult<Vec<AuthorCommits>> {
         let mut by_author: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for info in walk {
             let info = info?;
             let a = &info.commit.author;
+            let (name, email) = mailmap.map(&a.name, &a.email);
             let who = match emails {
-                true => format!("{} <{}>", a.name, a.email),
-                false => a.name.clone(),
+                true => format!("{name} <{email}>"),
+                false => name.to_string(),
             };
             by_author
                 .entry(who)
