@@ -78,6 +78,10 @@ pub use operations::watch_health::{Moment, RemoteHealth, WatchHealth};
 pub use pathmap::PathMap;
 pub use ref_names::RefName;
 pub use replica::availability::{FileAvailability, UnderCopied};
+pub use replica::grants::{
+    refuse_moves_outside_grant, Breach, GrantObjects, WriteGrant, MAX_WRITE_PATTERNS,
+    MAX_WRITE_PATTERN_BYTES,
+};
 pub use replica::location_claims::{
     check_claims, TreeClaim, WithClaims, MAX_CLAIMED_TREES, MAX_CLAIMS,
 };

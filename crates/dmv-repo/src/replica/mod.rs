@@ -4,9 +4,10 @@
 //!
 //! Read bottom up: `locations`,
 //! `location_journal`, `location_claims`, `location_file`, `availability`, `retention`,
-//! `locks`.
+//! `locks`, `grants`.
 
 pub(crate) mod availability;
+pub(crate) mod grants;
 pub(crate) mod location_claims;
 pub(crate) mod location_file;
 pub(crate) mod location_journal;
