@@ -386,6 +386,7 @@ fn uploaded_files_commit_under_a_push_rules() {
         may_write: true,
         user: Some("al".into()),
         admin: false,
+        ..Caller::default()
     };
     let author = dmv_repo::store::object::Signature {
         name: "al".into(),
@@ -590,6 +591,7 @@ fn uploads_at_once_under_gc_lose_nothing() {
         may_write: true,
         user: Some("al".into()),
         admin: false,
+        ..Caller::default()
     };
     let author = dmv_repo::store::object::Signature {
         name: "al".into(),

@@ -615,6 +615,15 @@ pub enum Refusal {
     /// An upload holding an object a clone would refuse.
     #[error("refusing the upload: {0}")]
     Upload(RepoError),
+    /// A push, an upload or a lock that changes a path outside the
+    /// caller's write grant (the server's `write = [...]` for the token).
+    #[error("refused: your token may not write {path} ({how}); nothing was changed (the server's admin grants paths with write = [...])")]
+    OutsideWriteGrant {
+        /// The path.
+        path: String,
+        /// How the request would change it.
+        how: String,
+    },
     /// A ref update of a name outside `refs/heads/` and `refs/tags/`.
     #[error("refusing to update {name}: only branches and tags can be pushed")]
     NotBranchOrTag {

@@ -19,16 +19,17 @@ use dmv_repo::store::object::{decode, Commit, EntryKind, Tag, TreeNode};
 use dmv_repo::store::{ObjectId, ObjectKind, StoredObject};
 use dmv_repo::tree::{lookup_in, read_dir_with};
 use dmv_repo::{
-    check_object, facts_of_content, refuse_moves_over_locks, refuse_unholdable_paths_between,
-    validate_ref_name, LocationLog, ObjectFacts, PathLock, RefMove, ReplicaId, RepoError, Silent,
-    Tally,
+    check_object, facts_of_content, refuse_moves_outside_grant, refuse_moves_over_locks,
+    refuse_unholdable_paths_between, validate_ref_name, GrantObjects, LocationLog, ObjectFacts,
+    PathLock, RefMove, ReplicaId, RepoError, RepoResult, Silent, Tally,
 };
 
 use crate::protocol::frame::{Frame, FrameReader, FrameWriter};
 use crate::protocol::objects::ref_may_hold;
 use crate::protocol::{Request, Response, WireRefUpdate, LOCATIONS_PER_PIECE, MAX_IDS_PER_REQUEST};
 use crate::serving::serve::{
-    answer_as_allowed, caller_name, io_lost, server_version, Caller, MAX_CONTENT_LOCK_SECONDS,
+    answer_as_allowed, caller_name, io_lost, refuse_locks_outside_grant, server_version, Caller,
+    MAX_CONTENT_LOCK_SECONDS,
 };
 use crate::transport::bucket_remote::BucketRemote;
 use crate::transport::remote::{Received, Remote};
@@ -135,6 +136,7 @@ fn answer<R: Read, W: Write>(
                 false => bucket.moving_refs(|bucket| {
                     refuse_unholdable_paths(bucket, &updates)?;
                     refuse_changes_to_others_locks(bucket, caller, &updates)?;
+                    refuse_writes_outside_grant(bucket, caller, &updates)?;
                     dmv_repo::store::failpoint("relay-locks-checked");
                     bucket.update_refs(updates, &who, &message)
                 }),
@@ -203,6 +205,7 @@ fn answer<R: Read, W: Write>(
         }
         Request::LockPaths { paths, replica } => {
             let user = caller_name(caller)?;
+            refuse_locks_outside_grant(caller, &paths)?;
             let taken = bucket.path_locks()?.lock_paths(&paths, &replica, user)?;
             Response::PathLocks {
                 you: caller.user.clone(),
@@ -272,6 +275,41 @@ pub(crate) fn refuse_changes_to_others_locks(
         &others,
         &mut |commit: &ObjectId, path: &str| entry_at(bucket, commit, path),
     )
+}
+
+/// Refuses ref updates that change a path outside the caller's write
+/// grant (`refuse_moves_outside_grant`, every commit read from the
+/// bucket), naming the path: the rule a directory-backed server keeps.
+pub(crate) fn refuse_writes_outside_grant(
+    bucket: &mut BucketRemote,
+    caller: &Caller,
+    updates: &[WireRefUpdate],
+) -> SyncResult<()> {
+    if caller.write.is_everything() {
+        return Ok(());
+    }
+    let tips: Vec<ObjectId> = bucket
+        .list_refs()?
+        .refs
+        .into_iter()
+        .map(|(_, id)| id)
+        .collect();
+    let moves: Vec<RefMove<'_>> = updates
+        .iter()
+        .map(|u| RefMove {
+            name: &u.name,
+            old: u.old,
+            new: u.new,
+        })
+        .collect();
+    let objects = BucketObjects(std::cell::RefCell::new(bucket));
+    match refuse_moves_outside_grant(&caller.write, &moves, &tips, &objects)? {
+        Some(breach) => Err(SyncError::Refused(Refusal::OutsideWriteGrant {
+            path: breach.path,
+            how: breach.how,
+        })),
+        None => Ok(()),
+    }
 }
 
 /// Refuses ref updates whose new tip holds a path no file system holds
@@ -378,6 +416,35 @@ impl BucketObjects<'_> {
             ObjectKind::Tree,
             &self.read(id, ObjectKind::Tree)?,
         )?)
+    }
+}
+
+impl GrantObjects for BucketObjects<'_> {
+    fn commit(&self, id: &ObjectId) -> RepoResult<(ObjectId, Commit)> {
+        let is_tag = self
+            .0
+            .borrow_mut()
+            .kind_and_len(id)
+            .map_err(|e| RepoError::MalformedObject {
+                kind: ObjectKind::Commit.name(),
+                id: *id,
+                detail: e.to_string(),
+            })?
+            .is_some_and(|(kind, _)| kind == ObjectKind::Tag);
+        let id = match is_tag {
+            true => decode::<Tag>(id, ObjectKind::Tag, &self.read(id, ObjectKind::Tag)?)?.target,
+            false => *id,
+        };
+        let commit = decode::<Commit>(
+            &id,
+            ObjectKind::Commit,
+            &self.read(&id, ObjectKind::Commit)?,
+        )?;
+        Ok((id, commit))
+    }
+
+    fn tree_node(&self, id: &ObjectId) -> RepoResult<TreeNode> {
+        BucketObjects::tree_node(self, id)
     }
 }
 

@@ -7,10 +7,12 @@ use std::path::Path;
 
 use std::collections::HashMap;
 
+use dmv_repo::store::object::{Commit, Tag, TreeNode};
 use dmv_repo::store::{ObjectId, ObjectKind, WriteSession};
 use dmv_repo::{
-    check_object, refuse_moves_over_locks, stored_facts, validate_ref_name, Head, ObjectFacts,
-    RefMove, RefUpdate, RepoError, Repository,
+    check_object, refuse_moves_outside_grant, refuse_moves_over_locks, stored_facts,
+    validate_ref_name, GrantObjects, Head, ObjectFacts, RefMove, RefUpdate, RepoError, RepoResult,
+    Repository, WriteGrant,
 };
 
 use crate::protocol::frame::{decode_message, Frame, FrameReader, FrameWriter};
@@ -40,6 +42,9 @@ pub struct Caller {
     pub user: Option<String>,
     /// May break other people's locks.
     pub admin: bool,
+    /// The paths the caller may change (everything, by default): a push,
+    /// an upload or a lock reaching past them is refused, naming the path.
+    pub write: WriteGrant,
 }
 
 impl Caller {
@@ -64,6 +69,7 @@ impl Caller {
                 may_write: true,
                 user: Some(user),
                 admin,
+                write: WriteGrant::everything(),
             }
         }
         // Windows: files' owners are not at hand here; who can write the
@@ -77,6 +83,7 @@ impl Caller {
                 may_write: true,
                 user,
                 admin,
+                write: WriteGrant::everything(),
             }
         }
     }
@@ -421,6 +428,7 @@ fn answer<R: Read, W: Write>(
         }
         Request::LockPaths { paths, replica } => {
             let user = caller_name(caller)?;
+            refuse_locks_outside_grant(caller, &paths)?;
             let mut held = repo.locks().hold_locks()?;
             let taken = held.table.lock(&paths, user, &replica, unix_now())?;
             held.save()?;
@@ -629,6 +637,7 @@ pub(crate) fn update_refs(
     }
     refuse_unholdable_paths(repo, &batch)?;
     refuse_changes_to_others_locks(repo, caller, &locks.table, &batch)?;
+    refuse_writes_outside_grant(repo, caller, &batch)?;
     match repo.refs.update(&batch, who, message) {
         Ok(()) => Ok(Response::RefsUpdated),
         Err(RepoError::RefChanged { name, .. }) => {
@@ -710,4 +719,67 @@ fn refuse_changes_to_others_locks(
         }
     }
     Ok(())
+}
+
+/// Refuses a lock of a path outside the caller's write grant: a lock is
+/// a promise to change the path.
+pub(crate) fn refuse_locks_outside_grant(caller: &Caller, paths: &[String]) -> SyncResult<()> {
+    match paths.iter().find(|p| !caller.write.covers(p.as_bytes())) {
+        Some(path) => Err(SyncError::Refused(Refusal::OutsideWriteGrant {
+            path: path.clone(),
+            how: "a lock is taken only by a writer granted its path".into(),
+        })),
+        None => Ok(()),
+    }
+}
+
+/// Refuses ref moves that change a path outside the caller's write grant
+/// (`refuse_moves_outside_grant`: every commit they bring or drop, and a
+/// deleted ref's whole tree), naming the path: nothing of the push lands.
+/// Runs under the lock table's lock, so with the swap as one.
+fn refuse_writes_outside_grant(
+    repo: &Repository,
+    caller: &Caller,
+    batch: &[RefUpdate],
+) -> SyncResult<()> {
+    if caller.write.is_everything() {
+        return Ok(());
+    }
+    let mut tips: Vec<ObjectId> = Vec::new();
+    for prefix in [BRANCHES, TAGS, REMOTE_BRANCHES] {
+        tips.extend(repo.refs.list(prefix)?.into_iter().map(|(_, id)| id));
+    }
+    let moves: Vec<RefMove<'_>> = batch
+        .iter()
+        .map(|u| RefMove {
+            name: &u.name,
+            old: u.expected.flatten(),
+            new: u.new,
+        })
+        .collect();
+    match refuse_moves_outside_grant(&caller.write, &moves, &tips, &StoreObjects(repo))? {
+        Some(breach) => Err(SyncError::Refused(Refusal::OutsideWriteGrant {
+            path: breach.path,
+            how: breach.how,
+        })),
+        None => Ok(()),
+    }
+}
+
+/// A repository's store, as the rule of write grants reads it.
+struct StoreObjects<'r>(&'r Repository);
+
+impl GrantObjects for StoreObjects<'_> {
+    fn commit(&self, id: &ObjectId) -> RepoResult<(ObjectId, Commit)> {
+        let store = &self.0.store;
+        let id = match store.kind_of(id)? {
+            ObjectKind::Tag => store.read_decoded::<Tag>(id, ObjectKind::Tag)?.target,
+            _ => *id,
+        };
+        Ok((id, self.0.commit(&id)?))
+    }
+
+    fn tree_node(&self, id: &ObjectId) -> RepoResult<TreeNode> {
+        Ok(self.0.store.read_decoded(id, ObjectKind::Tree)?)
+    }
 }

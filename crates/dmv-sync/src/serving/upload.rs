@@ -20,7 +20,9 @@ use dmv_repo::{now_ns, LocationLog, Silent, Stamp};
 use crate::operations::receive::fetch_objects;
 use crate::operations::send::{find_missing, upload};
 use crate::protocol::{Response, WireRefUpdate};
-use crate::serving::relay::{refuse_changes_to_others_locks, refuse_unholdable_paths};
+use crate::serving::relay::{
+    refuse_changes_to_others_locks, refuse_unholdable_paths, refuse_writes_outside_grant,
+};
 use crate::serving::serve::update_refs;
 use crate::transport::bucket_remote::BucketRemote;
 use crate::transport::remote::Remote;
@@ -159,6 +161,7 @@ pub fn commit_uploaded_to_bucket(
         let moved = bucket.moving_refs(|bucket| {
             refuse_unholdable_paths(bucket, &updates)?;
             refuse_changes_to_others_locks(bucket, caller, &updates)?;
+            refuse_writes_outside_grant(bucket, caller, &updates)?;
             bucket.update_refs(updates.clone(), &who, "upload")
         });
         match moved {
@@ -259,6 +262,17 @@ fn checked(caller: &Caller, up: &UploadCommit<'_>) -> SyncResult<(String, String
             &f.name,
             "in a folder whose path with it is longer than a path may be (4,096 bytes)",
         ));
+    }
+    // Said before anything is stored; the branch's move checks it again.
+    if let Some(f) = up
+        .files
+        .iter()
+        .find(|f| !caller.write.covers(path_in(&folder, &f.name).as_bytes()))
+    {
+        return Err(SyncError::Refused(Refusal::OutsideWriteGrant {
+            path: path_in(&folder, &f.name),
+            how: "uploading it".into(),
+        }));
     }
     Ok((branch, folder))
 }
