@@ -25,7 +25,7 @@ pub struct TokensArgs {
 
 #[derive(Subcommand)]
 enum TokensAction {
-    /// List the tokens (never their secrets): id, access, user, name, email, when made.
+    /// List the tokens (never their secrets): id, access, user, name, email, when made, paths granted.
     List {
         #[arg(long)]
         json: bool,
@@ -44,6 +44,10 @@ enum TokensAction {
         /// read (clone, fetch, browse), write (push, lock, upload too) or admin (break locks too).
         #[arg(long, value_name = "read|write|admin", value_parser = parse_access)]
         access: TokenAccess,
+        /// A path pattern the token may change (`art/**`; .dmvattributes syntax), again for
+        /// more; without one, every path.
+        #[arg(long, value_name = "PATTERN")]
+        write: Vec<String>,
     },
     /// Remove a token (by the id `list` shows); a running server refuses it from its next request.
     Revoke {
@@ -80,6 +84,7 @@ pub fn tokens(a: TokensArgs) -> Result<u8> {
                             "user": t.user,
                             "name": t.name,
                             "email": t.email,
+                            "write": t.write,
                             "created": t.created,
                         })
                     })
@@ -97,8 +102,12 @@ pub fn tokens(a: TokensArgs) -> Result<u8> {
                     (None, Some(e)) => format!("  <{}>", printable(e)),
                     (None, None) => String::new(),
                 };
+                let write = match &t.write {
+                    Some(patterns) => format!("  write {}", printable(&patterns.join(", "))),
+                    None => String::new(),
+                };
                 println!(
-                    "{}  {:<5}  {}  {}{person}",
+                    "{}  {:<5}  {}  {}{person}{write}",
                     t.id,
                     t.access.as_str(),
                     dmv_repo::utc_time(t.created.min(i64::MAX as u64) as i64),
@@ -112,6 +121,7 @@ pub fn tokens(a: TokensArgs) -> Result<u8> {
             name,
             email,
             access,
+            write,
         } => {
             let (token, secret) = TokensFile::add(
                 &path,
@@ -120,6 +130,7 @@ pub fn tokens(a: TokensArgs) -> Result<u8> {
                     name,
                     email,
                     access,
+                    write: (!write.is_empty()).then_some(write),
                 },
             )?;
             eprintln!(

@@ -58,6 +58,9 @@ pub(crate) fn authorize_token(
             .and_then(TokenEntry::user)
             .map(str::to_string),
         admin: access == Some(TokenAccess::Admin),
+        write: entry
+            .as_ref()
+            .map_or_else(dmv_repo::WriteGrant::everything, TokenEntry::write_grant),
     };
     if writes {
         return match access {

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use dmv_repo::WriteGrant;
 use dmv_sync::AddressError;
 use dmv_sync::{SyncError, SyncResult};
 
@@ -55,6 +56,10 @@ pub struct NamedToken {
     /// The person's email.
     #[serde(default)]
     pub email: Option<String>,
+    /// The paths the holder may change (`["art/**"]`), in `.dmvattributes`'s
+    /// pattern syntax; none: every path. See [`dmv_repo::WriteGrant`].
+    #[serde(default)]
+    pub write: Option<Vec<String>>,
 }
 
 impl TokenEntry {
@@ -88,6 +93,19 @@ impl TokenEntry {
         match self {
             TokenEntry::Access(_) => None,
             TokenEntry::Named(t) => t.email.as_deref(),
+        }
+    }
+
+    /// The paths the holder may change: everything without a `write`
+    /// list. A list that does not compile (the file was checked when it
+    /// was read, so never) grants nothing.
+    pub(crate) fn write_grant(&self) -> WriteGrant {
+        match self {
+            TokenEntry::Named(NamedToken {
+                write: Some(patterns),
+                ..
+            }) => WriteGrant::parse(patterns).unwrap_or_else(|_| WriteGrant::nothing()),
+            _ => WriteGrant::everything(),
         }
     }
 }
@@ -327,6 +345,10 @@ impl ServerConfig {
                     ("name", t.name.as_ref()),
                     ("email", t.email.as_ref()),
                 ];
+                if let Some(Err(e)) = t.write.as_deref().map(WriteGrant::parse) {
+                    let shown: String = token.chars().take(4).collect();
+                    return refuse(format!("[tokens] {shown}…: {e}"));
+                }
                 for (what, value) in fields {
                     if value.is_some_and(|v| {
                         v.len() > crate::tokens_file::MAX_FIELD_BYTES
@@ -492,6 +514,7 @@ impl ServerConfig {
                 user: t.user.clone(),
                 name: t.name.clone(),
                 email: t.email.clone(),
+                write: t.write.clone(),
             })
         })
     }

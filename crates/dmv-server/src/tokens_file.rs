@@ -76,6 +76,9 @@ pub struct FileToken {
     pub name: Option<String>,
     /// The person's email.
     pub email: Option<String>,
+    /// The paths the holder may change (None: every path), checked by
+    /// [`dmv_repo::WriteGrant::parse`] when the file is read.
+    pub write: Option<Vec<String>>,
     /// When it was made, seconds since 1970 (UTC).
     pub created: u64,
 }
@@ -91,6 +94,8 @@ pub struct NewToken {
     pub email: Option<String>,
     /// What it allows.
     pub access: TokenAccess,
+    /// The paths it may change (None: every path).
+    pub write: Option<Vec<String>>,
 }
 
 /// The tokens of one file.
@@ -118,6 +123,8 @@ struct RawToken {
     name: Option<String>,
     #[serde(default)]
     email: Option<String>,
+    #[serde(default)]
+    write: Option<Vec<String>>,
     created: u64,
 }
 
@@ -153,7 +160,11 @@ fn check_new(t: &NewToken) -> Result<(), String> {
     }
     check_field("the user", &t.user)?;
     check_field("the name", t.name.as_deref().unwrap_or(""))?;
-    check_field("the email", t.email.as_deref().unwrap_or(""))
+    check_field("the email", t.email.as_deref().unwrap_or(""))?;
+    match &t.write {
+        Some(patterns) => dmv_repo::WriteGrant::parse(patterns).map(drop),
+        None => Ok(()),
+    }
 }
 
 /// `text` as a TOML basic string.
@@ -232,6 +243,7 @@ impl TokensFile {
                 name: t.name.clone(),
                 email: t.email.clone(),
                 access: t.access,
+                write: t.write.clone(),
             })
             .map_err(at)?;
             tokens.push(FileToken {
@@ -241,6 +253,7 @@ impl TokensFile {
                 user: t.user,
                 name: t.name.filter(|s| !s.is_empty()),
                 email: t.email.filter(|s| !s.is_empty()),
+                write: t.write,
                 created: t.created,
             });
         }
@@ -285,6 +298,10 @@ impl TokensFile {
             }
             if let Some(email) = &t.email {
                 out.push_str(&format!("email = {}\n", quoted(email)));
+            }
+            if let Some(write) = &t.write {
+                let list: Vec<String> = write.iter().map(|p| quoted(p)).collect();
+                out.push_str(&format!("write = [{}]\n", list.join(", ")));
             }
             out.push_str(&format!("created = {}\n", t.created));
         }
@@ -346,6 +363,7 @@ impl TokensFile {
                 user: new.user.clone(),
                 name: new.name.clone().filter(|s| !s.is_empty()),
                 email: new.email.clone().filter(|s| !s.is_empty()),
+                write: new.write.clone(),
                 created,
             };
             file.tokens.push(token.clone());
@@ -488,6 +506,7 @@ mod tests {
                     user: "Ann Example".into(),
                     name: Some("Ann Example".into()),
                     email: Some("ann@example.com".into()),
+                    write: None,
                     created: 1_700_000_000,
                 },
                 FileToken {
@@ -497,7 +516,18 @@ mod tests {
                     user: "bob \"the\" \\ builder".into(),
                     name: None,
                     email: None,
+                    write: None,
                     created: 1_700_000_100,
+                },
+                FileToken {
+                    id: "a7751500".into(),
+                    hash: blake3::hash(b"secret three"),
+                    access: TokenAccess::Write,
+                    user: "artist".into(),
+                    name: None,
+                    email: None,
+                    write: Some(vec!["art/**".into(), "audio/\"x\"/*.wav".into()]),
+                    created: 1_700_000_200,
                 },
             ],
         }
@@ -508,7 +538,7 @@ mod tests {
     #[test]
     fn the_file_format_is_pinned() {
         let text = sample().to_text();
-        // The hashes are BLAKE3 of "secret one" and "secret two".
+        // The hashes are BLAKE3 of "secret one", "secret two" and "secret three".
         let golden = "\
 # Login tokens of a DMV server: only a BLAKE3 hash of each token is kept (docs/security.md).
 
@@ -527,6 +557,14 @@ hash = \"4785efbcfcacc3d6cbdba375a43747fe074656b9ffb278e1bd8ed91557925f12\"
 access = \"read\"
 user = \"bob \\\"the\\\" \\\\ builder\"
 created = 1700000100
+
+[[token]]
+id = \"a7751500\"
+hash = \"ae7e27171a2bfb8007d20821dc33d85eb004fc42541bbce949782e6a9baba4e2\"
+access = \"write\"
+user = \"artist\"
+write = [\"art/**\", \"audio/\\\"x\\\"/*.wav\"]
+created = 1700000200
 ";
         assert_eq!(text, golden);
         assert_eq!(TokensFile::parse(&text).unwrap(), sample());
@@ -553,6 +591,7 @@ created = 1700000100
                 name: Some("Ann Example".into()),
                 email: None,
                 access: TokenAccess::Write,
+                write: None,
             },
         )
         .unwrap();
@@ -630,5 +669,71 @@ created = 1700000100
         std::fs::write(&big, [0xff, 0xfe]).unwrap();
         let e = TokensFile::read(&big).unwrap_err().to_string();
         assert!(e.contains("not UTF-8"), "{e}");
+    }
+
+    #[test]
+    fn write_lists_past_their_bounds_or_broken_are_refused_in_one_line() {
+        let entry = |write: &str| {
+            format!(
+                "[[token]]\nid = \"a\"\nhash = \"{}\"\naccess = \"write\"\nuser = \"u\"\nwrite = {write}\ncreated = 1\n",
+                blake3::hash(b"a").to_hex()
+            )
+        };
+        let refused = |text: &str, says: &str| {
+            let why = TokensFile::parse(text).unwrap_err();
+            assert!(why.contains(says), "{why:?} should say {says:?}");
+            assert!(!why.contains('\n'), "{why:?}");
+        };
+        refused(&entry("[\"art/[\"]"), "not a glob");
+        refused(&entry("[\"\"]"), "empty");
+        refused(&entry("\"art/**\""), "line");
+        let many = format!(
+            "[{}]",
+            vec!["\"a\""; dmv_repo::MAX_WRITE_PATTERNS + 1].join(",")
+        );
+        refused(&entry(&many), "past the 256");
+        let long = format!(
+            "[\"{}\"]",
+            "a".repeat(dmv_repo::MAX_WRITE_PATTERN_BYTES + 1)
+        );
+        refused(&entry(&long), "past the 1024");
+        let file = TokensFile::parse(&entry("[\"art/**\"]")).unwrap();
+        assert_eq!(
+            file.tokens[0].write.as_deref(),
+            Some(&["art/**".to_string()][..])
+        );
+        let file = TokensFile::parse(&entry("[]")).unwrap();
+        assert_eq!(
+            file.tokens[0].write.as_deref(),
+            Some(&[][..]),
+            "an empty list grants nothing"
+        );
+    }
+
+    proptest::proptest! {
+        /// Any write list the file takes reads back as it was written.
+        #[test]
+        fn write_lists_read_back_as_written(
+            write in proptest::option::of(proptest::collection::vec("[a-z/*?\"\\\\ é]{1,12}", 0..6))
+        ) {
+            let write = write.map(|w| {
+                w.into_iter()
+                    .filter(|p| dmv_repo::WriteGrant::parse(std::slice::from_ref(p)).is_ok())
+                    .collect::<Vec<_>>()
+            });
+            let file = TokensFile {
+                tokens: vec![FileToken {
+                    id: "a".into(),
+                    hash: blake3::hash(b"a"),
+                    access: TokenAccess::Write,
+                    user: "u".into(),
+                    name: None,
+                    email: None,
+                    write,
+                    created: 1,
+                }],
+            };
+            proptest::prop_assert_eq!(TokensFile::parse(&file.to_text()).unwrap(), file);
+        }
     }
 }

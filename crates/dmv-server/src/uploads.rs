@@ -41,7 +41,7 @@ use crate::bucket_uploads::{self, PieceRefused};
 use crate::bucket_views::BucketPlace;
 use crate::server_state::{Peer, ServerState};
 use crate::staging::{staging_folder, Found, Unavailable, OPEN_PER_OWNER};
-use crate::web::{same_secret, source_of, token_hash_of, viewer, Source};
+use crate::web::{same_secret, source_of, token_hash_of, viewer, write_grant_of, Source};
 
 /// The largest piece one request may carry.
 pub(crate) const PIECE_MAX: u64 = 16 << 20;
@@ -105,6 +105,7 @@ fn writer(
             may_write: true,
             user: viewer.user,
             admin: viewer.admin,
+            write: write_grant_of(state, headers),
         },
         owner,
     ))
@@ -492,7 +493,9 @@ fn committed(repo: &str, done: &Uploaded) -> Response {
 
 fn commit_refused(e: SyncError) -> Response {
     let status = match &e {
-        SyncError::Refused(Refusal::NeedsWriteAccess { .. }) => StatusCode::FORBIDDEN,
+        SyncError::Refused(
+            Refusal::NeedsWriteAccess { .. } | Refusal::OutsideWriteGrant { .. },
+        ) => StatusCode::FORBIDDEN,
         SyncError::Refused(_) => StatusCode::CONFLICT,
         SyncError::Repo(dmv_repo::RepoError::BadPath { .. } | dmv_repo::RepoError::Refs(_)) => {
             StatusCode::BAD_REQUEST

@@ -122,6 +122,13 @@ pub(crate) fn token_hash_of(state: &ServerState, headers: &HeaderMap) -> Option<
     })
 }
 
+/// The paths the request's token may change (nothing without a token).
+pub(crate) fn write_grant_of(state: &ServerState, headers: &HeaderMap) -> dmv_repo::WriteGrant {
+    token_hash_of(state, headers)
+        .and_then(|t| state.config.token_access_by_hash(&t))
+        .map_or_else(dmv_repo::WriteGrant::nothing, |e| e.write_grant())
+}
+
 /// Who is browsing, from the bearer header or the login's session; a
 /// missing, unknown or expired one gets the login page (401) and nothing of
 /// a repository. Wrong bearer tokens count against the client's ration.
@@ -858,6 +865,15 @@ async fn change_lock(
         {
             return refused_form();
         }
+    }
+    if action == dmv_web::LockAction::Take
+        && !write_grant_of(&state, &headers).covers(form.path.as_bytes())
+    {
+        let why = dmv_sync::Refusal::OutsideWriteGrant {
+            path: form.path.clone(),
+            how: "a lock is taken only by a writer granted its path".into(),
+        };
+        return (StatusCode::FORBIDDEN, Html(html_text(&why.to_string()))).into_response();
     }
     let source = match source_of(&state, &name) {
         Ok(source) => source,
