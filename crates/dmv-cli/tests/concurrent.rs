@@ -1359,3 +1359,42 @@ fn two_pushes_and_gc_at_once_keep_both_location_logs() {
     }
     fsck_clean(&hub);
 }
+
+/// A bisect step paused after its verdict is saved and before its
+/// checkout, gc running and `add` waiting for the working tree meanwhile:
+/// the step checks out the commit to test whole, the second writer's file
+/// is staged after it, and nothing the bisection names is lost.
+#[test]
+fn a_bisect_step_with_gc_and_a_second_writer_at_the_same_moment_loses_nothing() {
+    let repo = repo_with_one_commit();
+    let d = repo.path();
+    let mut versions = Vec::new();
+    for i in 0..6u64 {
+        write_noise(&d.join("b.raw"), 2 << 20, 70 + i);
+        versions.push(std::fs::read(d.join("b.raw")).unwrap());
+        dmv(d, &["add", "b.raw"]);
+        dmv(d, &["commit", "-m", &format!("b{i}")]);
+    }
+    dmv(d, &["bisect", "start", "HEAD", "HEAD~6"]);
+    let tested = dmv(d, &["log", "-1", "--format=%s"]);
+    write_noise(&d.join("c.raw"), 2 << 20, 80);
+    let mut step = dmv_cmd(d);
+    step.args(["bisect", "good"]);
+    let paused = Paused::start(step, "bisect-before-checkout");
+    let add = spawn(d, &["add", "c.raw"]);
+    std::thread::sleep(Duration::from_millis(200));
+    ok(&gc_while_paused(d, paused));
+    ok(&add.wait_with_output().unwrap());
+    fsck_clean(d);
+    let now = dmv(d, &["log", "-1", "--format=%s"]);
+    assert_ne!(now, tested);
+    let i: usize = now.trim().trim_start_matches('b').parse().unwrap();
+    assert!(std::fs::read(d.join("b.raw")).unwrap() == versions[i]);
+    assert_eq!(dmv(d, &["status", "--short"]), "A  c.raw\n");
+    dmv(d, GC_NOW);
+    dmv(d, &["rm", "-q", "--cached", "c.raw"]);
+    dmv(d, &["bisect", "reset"]);
+    assert_eq!(dmv(d, &["log", "-1", "--format=%s"]), "b5\n");
+    assert!(std::fs::read(d.join("b.raw")).unwrap() == versions[5]);
+    fsck_clean(d);
+}

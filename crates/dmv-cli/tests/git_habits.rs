@@ -906,3 +906,261 @@ fn merge_squash_stages_the_result_as_git_does() {
         dateless(&git(&w.g, &["log", "-1", "--format=%B"]))[..3]
     );
 }
+
+/// A Git history with a merge, each commit a minute after the one
+/// before, imported into DMV: c1 c2 (side: s1 s2 s3) c3 c4 M c5 c6 c7;
+/// s2 adds the file `bug`, which every later commit keeps.
+fn history_with_a_bug(t: &Path) -> (PathBuf, PathBuf) {
+    let g = t.join("g");
+    std::fs::create_dir(&g).unwrap();
+    git(&g, &["init", "-q", "-b", "main"]);
+    let mut minute = 0;
+    let mut commit = |file: &str, subject: &str| {
+        minute += 1;
+        write(&g, file, subject);
+        git_at(&g, 1_700_000_000 + 60 * minute, &["add", "."]);
+        git_at(
+            &g,
+            1_700_000_000 + 60 * minute,
+            &["commit", "-q", "-m", subject],
+        );
+    };
+    commit("a", "c1");
+    commit("a", "c2");
+    git(&g, &["checkout", "-q", "-b", "side"]);
+    commit("s", "s1");
+    commit("bug", "s2");
+    commit("s", "s3");
+    git(&g, &["checkout", "-q", "main"]);
+    commit("a", "c3");
+    commit("a", "c4");
+    git_at(
+        &g,
+        1_700_000_000 + 60 * 20,
+        &["merge", "-q", "--no-ff", "-m", "M", "side"],
+    );
+    for (i, s) in ["c5", "c6", "c7"].iter().enumerate() {
+        write(&g, "a", s);
+        let at = 1_700_000_000 + 60 * (21 + i as u64);
+        git_at(&g, at, &["add", "."]);
+        git_at(&g, at, &["commit", "-q", "-m", s]);
+    }
+    let d = t.join("d");
+    dmv(t, &["init", "-q", d.to_str().unwrap()]);
+    dmv(&d, &["import", "git", g.to_str().unwrap()]);
+    (g, d)
+}
+
+/// The lines a bisection prints that git's and DMV's share, ids masked
+/// (DMV's first-bad report ends in its own diffstat and date).
+fn bisect_lines(text: &str) -> Vec<String> {
+    masked(text)
+        .into_iter()
+        .filter(|l| {
+            l.starts_with("Bisecting:")
+                || l.starts_with("[ID]")
+                || l.starts_with("ID is the first bad commit")
+                || l.starts_with("status:")
+                || l.starts_with("running")
+                || l.starts_with("bisect found")
+        })
+        .collect()
+}
+
+/// `bisect start|good|bad|run|log|reset`: the commits git tests, its
+/// words, and the first bad commit, on the same history.
+#[test]
+fn bisect_tests_the_commits_git_tests() {
+    let t = tempfile::tempdir().unwrap();
+    let (g, d) = history_with_a_bug(t.path());
+    // By hand: a verdict at each step from whether `bug` is there.
+    let mut said = (String::new(), String::new());
+    for (args, is_git) in [
+        (&["bisect", "start"][..], true),
+        (&["bisect", "start"], false),
+    ] {
+        let out = if is_git { git(&g, args) } else { dmv(&d, args) };
+        if is_git {
+            said.0 += &out
+        } else {
+            said.1 += &out
+        }
+    }
+    for step in [&["bisect", "bad"][..], &["bisect", "good", "HEAD~6"]] {
+        said.0 += &git(&g, step);
+        said.1 += &dmv(&d, step);
+    }
+    for _ in 0..6 {
+        let verdict = |dir: &Path| match dir.join("bug").exists() {
+            true => "bad",
+            false => "good",
+        };
+        let (gv, dv) = (verdict(&g), verdict(&d));
+        assert_eq!(dv, gv, "{}\n{}", said.0, said.1);
+        said.0 += &git(&g, &["bisect", gv]);
+        said.1 += &dmv(&d, &["bisect", dv]);
+        if said.0.contains("first bad commit") {
+            break;
+        }
+    }
+    assert!(said.1.contains("is the first bad commit"), "{}", said.1);
+    assert_eq!(bisect_lines(&said.1), bisect_lines(&said.0));
+    let first_bad = |text: &str| {
+        text.lines()
+            .find(|l| l.ends_with("is the first bad commit"))
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(
+        dmv(&d, &["log", "-1", "--format=%s", &first_bad(&said.1)]),
+        "s2\n"
+    );
+    let log = |text: String| -> Vec<String> { masked(&text.replace("git bisect", "dmv bisect")) };
+    assert_eq!(
+        log(dmv(&d, &["bisect", "log"])),
+        log(git(&g, &["bisect", "log"]))
+    );
+    git(&g, &["bisect", "reset"]);
+    dmv(&d, &["bisect", "reset"]);
+    assert_eq!(dmv(&d, &["branch", "--show-current"]), "main\n");
+    assert!(!d.join(".dmv/BISECT_STATE").exists());
+    // `run`, started with both ends.
+    let run = [
+        "bisect",
+        "run",
+        "sh",
+        "-c",
+        "if test -e bug; then exit 1; fi",
+    ];
+    git(&g, &["bisect", "start", "HEAD", "HEAD~6"]);
+    let (gs, ds) = (git(&g, &run), {
+        dmv(&d, &["bisect", "start", "HEAD", "HEAD~6"]);
+        dmv(&d, &run)
+    });
+    assert_eq!(bisect_lines(&ds), bisect_lines(&gs), "{ds}\n{gs}");
+    dmv(&d, &["bisect", "reset"]);
+    assert_eq!(dmv(&d, &["status", "--porcelain"]), "");
+}
+
+/// What a bisection refuses, and what a kill leaves: uncommitted changes
+/// a checkout would lose refuse the start with nothing kept; a state cut
+/// short or damaged is ended by `bisect reset`; only skipped commits left
+/// say so (exit 2).
+#[test]
+fn bisect_refuses_what_would_lose_work_and_reset_mends() {
+    let t = tempfile::tempdir().unwrap();
+    let (_g, d) = history_with_a_bug(t.path());
+    write(&d, "a", "mine");
+    let out = dmv_out(&d, &["bisect", "start", "HEAD", "HEAD~6"]);
+    assert_eq!(out.status.code(), Some(128), "{}", stderr(&out));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    assert!(!d.join(".dmv/BISECT_STATE").exists());
+    assert_eq!(std::fs::read_to_string(d.join("a")).unwrap(), "mine");
+    dmv(&d, &["restore", "a"]);
+    // A verdict recorded, its checkout killed before it ran: reset goes back.
+    dmv(&d, &["bisect", "start", "HEAD", "HEAD~6"]);
+    let out = dmv_out(&d, &["bisect", "start"]);
+    assert_eq!(out.status.code(), Some(128));
+    let killed = Command::new(bin())
+        .current_dir(&d)
+        .env("DMV_FAILPOINT", "bisect-before-checkout")
+        .args(["bisect", "good"])
+        .output()
+        .unwrap();
+    assert!(!killed.status.success());
+    assert!(dmv(&d, &["bisect", "log"]).contains("dmv bisect good"));
+    dmv(&d, &["bisect", "reset"]);
+    assert_eq!(dmv(&d, &["branch", "--show-current"]), "main\n");
+    assert_eq!(dmv(&d, &["status", "--porcelain"]), "");
+    dmv(&d, &["bisect", "start", "HEAD", "HEAD~6"]);
+    std::fs::write(d.join(".dmv/BISECT_STATE"), "dmv-bisect 1\nstart bra").unwrap();
+    let out = dmv_out(&d, &["bisect", "good"]);
+    assert_eq!(out.status.code(), Some(128));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    dmv(&d, &["bisect", "reset", "main"]);
+    assert_eq!(dmv(&d, &["branch", "--show-current"]), "main\n");
+    assert!(!d.join(".dmv/BISECT_STATE").exists());
+    // Skipping everything between.
+    dmv(&d, &["bisect", "start", "HEAD~1", "HEAD~3"]);
+    let out = dmv_out(&d, &["bisect", "skip"]);
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("There are only 'skip'ped commits left to test."),
+        "{said}"
+    );
+    dmv(&d, &["bisect", "reset"]);
+    // Good after bad: refused in one line.
+    let out = dmv_out(&d, &["bisect", "start", "HEAD~6", "HEAD"]);
+    assert_eq!(out.status.code(), Some(128));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    dmv(&d, &["bisect", "reset"]);
+    assert_eq!(dmv(&d, &["status", "--porcelain"]), "");
+}
+
+/// In a meta clone (no file data), each bisect step fetches the data of
+/// the commit it checks out that the clone lacks, and nothing more: the
+/// counts are exact.
+#[test]
+fn bisect_in_a_partial_clone_fetches_only_what_it_checks_out() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let src = t.join("src");
+    dmv(t, &["init", "-q", src.to_str().unwrap()]);
+    for f in ["f0", "f1", "f2", "f3"] {
+        write(&src, f, &format!("{f} at c0\n"));
+    }
+    dmv(&src, &["add", "-A"]);
+    dmv(&src, &["commit", "-q", "-m", "c0"]);
+    for i in 1..=8 {
+        write(&src, "f0", &format!("f0 at c{i}\n"));
+        dmv(&src, &["commit", "-q", "-a", "-m", &format!("c{i}")]);
+    }
+    dmv(
+        t,
+        &[
+            "clone",
+            "-q",
+            "--slice",
+            "meta",
+            src.to_str().unwrap(),
+            "phone",
+        ],
+    );
+    let phone = t.join("phone");
+    let fetched = |out: &std::process::Output| -> usize {
+        assert!(out.status.success(), "{}", stderr(out));
+        stderr(out)
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("fetched the data of ")?
+                    .split(' ')
+                    .next()?
+                    .parse()
+                    .ok()
+            })
+            .unwrap_or(0)
+    };
+    let subject = || dmv(&phone, &["log", "-1", "--format=%s"]);
+    // c4: f0's version there and f1, f2, f3's.
+    let out = dmv_out(&phone, &["bisect", "start", "HEAD", "HEAD~8"]);
+    assert_eq!((fetched(&out), subject()), (4, "c4\n".to_string()));
+    assert_eq!(
+        std::fs::read_to_string(phone.join("f0")).unwrap(),
+        "f0 at c4\n"
+    );
+    // c2, then c3: one version of f0 each.
+    let out = dmv_out(&phone, &["bisect", "bad"]);
+    assert_eq!((fetched(&out), subject()), (1, "c2\n".to_string()));
+    let out = dmv_out(&phone, &["bisect", "good"]);
+    assert_eq!((fetched(&out), subject()), (1, "c3\n".to_string()));
+    let out = dmv_out(&phone, &["bisect", "bad"]);
+    assert_eq!(fetched(&out), 0);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("is the first bad commit"));
+    let out = dmv_out(&phone, &["bisect", "reset"]);
+    assert_eq!(fetched(&out), 0);
+    assert_eq!(subject(), "c8\n");
+}

@@ -452,6 +452,9 @@ pub enum RepoError {
         /// The repository's root.
         path: PathBuf,
     },
+    /// `bisect` asked for what the bisection in progress (or its absence) does not allow.
+    #[error("{0}")]
+    Bisect(String),
     /// A setting given a value it cannot take.
     #[error("bad value for {key}: {detail}")]
     BadSetting {

@@ -61,6 +61,9 @@ pub use merge::merging::{ConflictedPath, FastForward, Mended, MergeOutcome, Squa
 pub use merge::resolve::Resolved;
 pub use merge::three_way::Conflict;
 pub use operations::autocommit::{describe_changes, AutoCommit, AutoCommitted};
+pub use operations::bisect::{
+    waiting_status, Bisect, BisectState, BisectStep, Verdict, MAX_BISECT_CANDIDATES,
+};
 pub use operations::diff_sides::DiffSide;
 pub use operations::dropping::DataDropped;
 pub use operations::fsck::{FsckReport, RepoStats};

@@ -3,12 +3,13 @@
 //! revert, rebase, stash, a watcher's commit of everything and its health record, gc, a diff's view of a file, `REV:PATH`, what fsck checks beside the store, and fsck and stats
 //! as one call each.
 //!
-//! Read bottom up: `merge_aware`, `partial_commit` (`commit PATH…`), `autocommit`, `reset`, `revert`, `rebase`, `stash`, `gc`, `checks`, `fsck`, `diff_sides`,
+//! Read bottom up: `merge_aware`, `partial_commit` (`commit PATH…`), `bisect`, `autocommit`, `reset`, `revert`, `rebase`, `stash`, `gc`, `checks`, `fsck`, `diff_sides`,
 //! `revision_paths`, `watch_health`, `dropping` (freeing file data safely
 //! against other replicas), `worktree_grep` (grep over the working tree's
 //! tracked files).
 
 pub(crate) mod autocommit;
+pub(crate) mod bisect;
 pub(crate) mod checks;
 pub(crate) mod diff_sides;
 pub(crate) mod dropping;
