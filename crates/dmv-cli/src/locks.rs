@@ -39,6 +39,10 @@ pub struct LocksArgs {
     /// Only the locks you hold.
     #[arg(long)]
     mine: bool,
+    /// Only your locks of files you have not changed for DAYS days (default
+    /// 7): the ones you may have forgotten to give back.
+    #[arg(long, value_name = "DAYS", num_args = 0..=1, default_missing_value = "7")]
+    stale: Option<u32>,
     #[arg(long)]
     remote: Option<String>,
     #[arg(long)]
@@ -128,13 +132,34 @@ pub fn unlock(a: UnlockArgs) -> Result<u8> {
     Ok(0)
 }
 
+/// `dmv edit`: Perforce's `p4 edit` in one step, the locks taken and the
+/// files made writable (what `lock` does; the name is the one studio
+/// people know).
+pub fn edit(a: LockArgs) -> Result<u8> {
+    let repo = open_repo()?;
+    let paths = lock_paths(&repo, &a.paths)?;
+    let taken = dmv_sync::lock(&repo, connect(&repo, a.remote.as_deref())?.as_mut(), &paths)?;
+    print(
+        &taken.locks,
+        taken.you.as_deref(),
+        a.json,
+        Some("Editing (locked)"),
+    )?;
+    Ok(0)
+}
+
 pub fn locks(a: LocksArgs) -> Result<u8> {
     let repo = open_repo()?;
     let listed = dmv_sync::list_locks(&repo, connect(&repo, a.remote.as_deref())?.as_mut())?;
+    let stale = match a.stale {
+        Some(days) => Some(dmv_sync::stale_locks(&repo, &listed, days)?),
+        None => None,
+    };
     let shown: Vec<PathLock> = listed
         .locks
         .into_iter()
         .filter(|l| !a.mine || Some(&l.owner) == listed.you.as_ref())
+        .filter(|l| stale.as_ref().is_none_or(|s| s.contains(&l.path)))
         .collect();
     print(&shown, listed.you.as_deref(), a.json, None)?;
     Ok(0)

@@ -183,6 +183,8 @@ enum Command {
     Import(import::ImportArgs),
     /// Lock paths on the remote (for every branch) so nobody else can commit or push changes to them.
     Lock(locks::LockArgs),
+    /// Start editing files others must not change meanwhile: lock them and make them writable (Perforce's `p4 edit`).
+    Edit(locks::LockArgs),
     /// Release locks you hold (or, as an admin, break others' with --force).
     Unlock(locks::UnlockArgs),
     /// List the locks the remote holds (who, from which replica, since when).
@@ -289,6 +291,7 @@ fn main() -> ExitCode {
         Command::Drop(a) => partial::drop(a),
         Command::Import(a) => import::import(a),
         Command::Lock(a) => locks::lock(a),
+        Command::Edit(a) => locks::edit(a),
         Command::Unlock(a) => locks::unlock(a),
         Command::Locks(a) => locks::locks(a),
         Command::Demo(a) => demo::run(a),

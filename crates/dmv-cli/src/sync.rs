@@ -524,6 +524,10 @@ pub struct PushArgs {
     /// Delete the named branches on the remote (as `push REMOTE :BRANCH`).
     #[arg(short, long, conflicts_with_all = ["set_upstream", "tags", "force"])]
     delete: bool,
+    /// Keep holding the locks of paths this push changes (by default they
+    /// are given back once the change lands, unless lock.releaseOnPush is false).
+    #[arg(long)]
+    keep_locks: bool,
     #[command(flatten)]
     quiet: Quiet,
 }
@@ -574,6 +578,7 @@ pub fn push(a: PushArgs) -> Result<u8> {
         branches: specs.clone(),
         force: a.force,
         tags: a.tags,
+        keep_locks: a.keep_locks,
     };
     let pushed = dmv_sync::push(
         &repo,
@@ -604,6 +609,10 @@ fn print_pushed(url: &str, pushed: &dmv_sync::Pushed, forced: bool, quiet: bool)
     for tag in &pushed.tags_differing {
         eprintln!("warning: tag {tag} differs on the remote; not pushed");
     }
+    if let Some(why) = &pushed.release_failed {
+        eprintln!("warning: the pushed paths' locks are still yours: {why}");
+    }
+
     if quiet {
         return;
     }
@@ -631,6 +640,9 @@ fn print_pushed(url: &str, pushed: &dmv_sync::Pushed, forced: bool, quiet: bool)
             ),
             (Some(_), None) => eprintln!(" - [deleted]         {name}"),
         }
+    }
+    for path in &pushed.released {
+        eprintln!("Unlocked {} (its change landed)", printable(path));
     }
 }
 

@@ -596,7 +596,8 @@ fn a_locked_path_never_changes_on_a_branch_whatever_route_the_change_takes() {
     alice.ok(&["lock", "cover.psd"]);
     edit(&alice.dir, "cover.psd", "layers v2 by alice");
     alice.ok(&["commit", "-a", "-m", "alice's retouch"]);
-    alice.ok(&["push", "origin", "main"]);
+    // Kept past the push, which would give it back once her change landed.
+    alice.ok(&["push", "--keep-locks", "origin", "main"]);
     let held = head_of(&hub, "main");
     let held_by_alice = |hub: &Path| dmv(hub, &["cat", "main:cover.psd"]) == "layers v2 by alice";
 
@@ -759,4 +760,99 @@ fn a_lock_through_one_server_of_a_tier_waits_for_a_push_through_another() {
         minio.list("tier", "hub/ref-moves/").is_empty(),
         "every announced move was withdrawn"
     );
+}
+
+/// The lock workflow a studio expects: a push that lands a change of a
+/// file you hold gives its lock back (unless `--keep-locks` or
+/// `lock.releaseOnPush` says not to), locks of files left unchanged stay
+/// and `locks --stale` finds them once they have been forgotten.
+#[test]
+fn a_landed_change_gives_its_lock_back_and_forgotten_locks_are_found() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let _hub = seeded_hub(t);
+    let server = HttpServer::start(&format!("[repos]\nhub = \"hub\"\n{TOKENS}"), t, 0);
+    let url = server.url("hub");
+    let none = |_: &mut Command| {};
+    let alice = Client {
+        dir: clone(t, &url, "alice", &["--token", "tok-alice"], &none),
+        env: vec![],
+        setup: &none,
+    };
+    let bob = Client {
+        dir: clone(t, &url, "bob", &["--token", "tok-bob"], &none),
+        env: vec![],
+        setup: &none,
+    };
+    let edited = alice.ok(&["edit", "cover.psd", "notes.txt"]);
+    assert!(
+        edited.contains("cover.psd") && edited.contains("notes.txt"),
+        "{edited}"
+    );
+    assert!(
+        writable(&alice.dir.join("cover.psd")),
+        "edit makes it writable"
+    );
+    std::fs::write(alice.dir.join("cover.psd"), "layers v2 by alice").unwrap();
+    alice.ok(&["commit", "-a", "-m", "alice's retouch"]);
+    let out = alice.run(&["push"]);
+    ok(&out);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("Unlocked cover.psd (its change landed)"),
+        "{said}"
+    );
+    assert!(!said.contains("Unlocked notes.txt"), "{said}");
+    let held: Vec<String> = alice
+        .locks()
+        .iter()
+        .map(|l| {
+            format!(
+                "{} {}",
+                l["path"].as_str().unwrap(),
+                l["owner"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(held, ["notes.txt alice"], "the unchanged file's lock stays");
+    assert!(
+        !writable(&alice.dir.join("cover.psd")),
+        "a lockable file given back is read-only again"
+    );
+    assert_eq!(bob.ok(&["lock", "cover.psd"]).trim(), "Locked cover.psd");
+
+    // --keep-locks, and lock.releaseOnPush false, keep it.
+    std::fs::write(alice.dir.join("notes.txt"), "notes v2").unwrap();
+    alice.ok(&["commit", "-a", "-m", "notes"]);
+    let out = alice.run(&["push", "--keep-locks"]);
+    ok(&out);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("Unlocked"));
+    alice.ok(&["config", "lock.releaseOnPush", "false"]);
+    std::fs::write(alice.dir.join("notes.txt"), "notes v3").unwrap();
+    alice.ok(&["commit", "-a", "-m", "notes again"]);
+    alice.ok(&["push"]);
+    assert_eq!(alice.ok(&["locks", "--mine"]).lines().count(), 1);
+
+    // A lock on a file untouched for ten days is stale at 7 days, not at 30.
+    assert_eq!(alice.ok(&["locks", "--stale"]), "");
+    let ten_days_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(10 * 86_400);
+    std::fs::File::options()
+        .write(true)
+        .open(alice.dir.join("notes.txt"))
+        .unwrap()
+        .set_modified(ten_days_ago)
+        .unwrap();
+    let stale = alice.ok(&["locks", "--stale"]);
+    assert!(stale.starts_with("notes.txt\talice"), "{stale}");
+    assert_eq!(alice.ok(&["locks", "--stale", "30"]), "");
+    assert_eq!(bob.ok(&["locks", "--stale"]), "", "only your own");
+    // A change not yet committed is no forgotten lock.
+    std::fs::write(alice.dir.join("notes.txt"), "notes v4").unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(alice.dir.join("notes.txt"))
+        .unwrap()
+        .set_modified(ten_days_ago)
+        .unwrap();
+    assert_eq!(alice.ok(&["locks", "--stale"]), "");
 }

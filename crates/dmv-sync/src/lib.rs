@@ -62,7 +62,8 @@ pub use operations::partial::{
 };
 pub use operations::path_locks::list as list_locks;
 pub use operations::path_locks::{
-    check_commit, commit, lock, lock_remote, unlock, CommitLockCheck,
+    check_commit, commit, lock, lock_remote, release_landed_locks, stale_locks, unlock,
+    CommitLockCheck,
 };
 pub use operations::peers::{merge_offers, offer, offer_name};
 pub use operations::pieces::PieceFetcher;

@@ -69,6 +69,11 @@ pub struct Config {
     /// unless its admin says otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drops_allowed: Option<bool>,
+    /// `lock.releaseOnPush`: whether a push that lands a change of a path
+    /// this user holds locked gives the lock back (default: yes, as
+    /// Anchorpoint and Diversion do).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock_release_on_push: Option<bool>,
     /// Seconds a remote may go without answering before it is abandoned
     /// (`remote.timeout`; default in dmv-sync).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -148,6 +153,11 @@ impl Config {
             .unwrap_or(!self.bare || !self.slice.is_full())
     }
 
+    /// See [`Config::lock_release_on_push`].
+    pub fn releases_locks_on_push(&self) -> bool {
+        self.lock_release_on_push.unwrap_or(true)
+    }
+
     /// The config of a new repository: current format, a full slice, no remotes.
     pub fn new(chunking: ChunkParams) -> Config {
         Config {
@@ -171,6 +181,7 @@ impl Config {
             metered: false,
             numcopies: None,
             drops_allowed: None,
+            lock_release_on_push: None,
             remote_timeout: None,
             upstreams: Default::default(),
         }

@@ -24,6 +24,7 @@ pub const KEYS: &[&str] = &[
     "replica.name",
     "drop.numcopies",
     "drop.allowed",
+    "lock.releaseOnPush",
     "init.defaultBranch",
 ];
 const GLOBAL_KEYS: &[&str] = &[
@@ -163,6 +164,7 @@ pub fn repo_get(cfg: &Config, key: &str) -> Option<String> {
         "replica.name" => cfg.replica_name.clone(),
         "drop.numcopies" => cfg.numcopies.map(|n| n.to_string()),
         "drop.allowed" => cfg.drops_allowed.map(|b| b.to_string()),
+        "lock.releaseOnPush" => cfg.lock_release_on_push.map(|b| b.to_string()),
         "remote.timeout" => cfg.remote_timeout.map(|s| s.to_string()),
         "color.ui" => cfg.color_ui.clone(),
         "core.pager" => cfg.core_pager.clone(),
@@ -211,6 +213,19 @@ fn put_alias(
     Ok(())
 }
 
+/// A setting of true or false.
+fn yes_or_no(key: &str, value: Option<&str>) -> RepoResult<Option<bool>> {
+    match value {
+        None => Ok(None),
+        Some("true") => Ok(Some(true)),
+        Some("false") => Ok(Some(false)),
+        Some(v) => Err(RepoError::BadSetting {
+            key: key.into(),
+            detail: format!("'{v}' is not true or false"),
+        }),
+    }
+}
+
 fn repo_set(cfg: &mut Config, key: &str, value: Option<&str>) -> RepoResult<()> {
     let text = || value.map(str::to_string);
     match key {
@@ -240,19 +255,8 @@ fn repo_set(cfg: &mut Config, key: &str, value: Option<&str>) -> RepoResult<()> 
                 })?),
             }
         }
-        "drop.allowed" => {
-            cfg.drops_allowed = match value {
-                None => None,
-                Some("true") => Some(true),
-                Some("false") => Some(false),
-                Some(v) => {
-                    return Err(RepoError::BadSetting {
-                        key: key.into(),
-                        detail: format!("'{v}' is not true or false"),
-                    })
-                }
-            }
-        }
+        "drop.allowed" => cfg.drops_allowed = yes_or_no(key, value)?,
+        "lock.releaseOnPush" => cfg.lock_release_on_push = yes_or_no(key, value)?,
         "init.defaultBranch" => {
             return Err(RepoError::BadSetting {
                 key: key.into(),

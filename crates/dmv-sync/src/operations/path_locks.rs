@@ -133,6 +133,85 @@ pub fn refuse_push_over_locks(
     Ok(())
 }
 
+/// After a push to `remote` moved `updates` (from the remote's `old_tips`):
+/// gives back the locks this user holds there on paths the pushed commits
+/// change, so the next person can take them (Anchorpoint's and Diversion's
+/// release on push). Asks the remote nothing unless this replica last
+/// learned from it of locks this user holds, so pushes of repositories
+/// without locks cost no request. Returns the paths given back.
+pub fn release_landed_locks(
+    repo: &Repository,
+    remote: &mut dyn Remote,
+    updates: &[PushRef],
+    old_tips: &[ObjectId],
+) -> SyncResult<Vec<String>> {
+    let known = repo.locks().known_locks();
+    if known.remote != remote.url() {
+        return Ok(Vec::new());
+    }
+    let mine: Vec<&PathLock> = known
+        .locks
+        .iter()
+        .filter(|l| known.you.as_ref() == Some(&l.owner))
+        .collect();
+    if mine.is_empty() {
+        return Ok(Vec::new());
+    }
+    let tips: Vec<ObjectId> = old_tips
+        .iter()
+        .filter(|t| repo.store.contains(t).unwrap_or(false))
+        .copied()
+        .collect();
+    let news: Vec<ObjectId> = updates.iter().filter_map(|u| u.new).collect();
+    let commits = repo.history().commits_between(&news, &tips)?;
+    let mut landed = Vec::new();
+    for lock in mine {
+        if repo.locks().change_to_locked(&commits, &[lock])?.is_some() {
+            landed.push(lock.path.clone());
+        }
+    }
+    if landed.is_empty() {
+        return Ok(landed);
+    }
+    let released = unlock(repo, remote, &landed, false)?;
+    Ok(released.locks.into_iter().map(|l| l.path).collect())
+}
+
+/// The paths of `listed`'s locks held by this user whose files have not
+/// changed here for `days` days: no change to commit, and the working
+/// file last modified (or, when absent, the lock taken) that long ago.
+/// What `dmv locks --stale` shows, so forgotten locks are given back.
+pub fn stale_locks(repo: &Repository, listed: &PathLocks, days: u32) -> SyncResult<Vec<String>> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let before = now.saturating_sub(u64::from(days) * 86_400);
+    let status = repo.status()?;
+    let changed = |path: &str| {
+        status
+            .staged
+            .iter()
+            .chain(&status.unstaged)
+            .any(|c| c.path == path.as_bytes())
+    };
+    let mut stale = Vec::new();
+    for l in listed
+        .locks
+        .iter()
+        .filter(|l| listed.you.as_ref() == Some(&l.owner))
+    {
+        let modified = std::fs::metadata(repo.root.join(&l.path))
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(l.since, |d| d.as_secs());
+        if !changed(&l.path) && modified <= before {
+            stale.push(l.path.clone());
+        }
+    }
+    Ok(stale)
+}
+
 /// What a commit's check of the locks found.
 #[derive(Debug, PartialEq, Eq)]
 pub enum CommitLockCheck {

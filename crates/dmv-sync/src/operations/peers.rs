@@ -64,6 +64,8 @@ pub fn offer(
         up_to_date: Vec::new(),
         tags_differing: Vec::new(),
         stats: Default::default(),
+        released: Vec::new(),
+        release_failed: None,
     };
     if old == Some(new) {
         pushed.up_to_date.push(name);

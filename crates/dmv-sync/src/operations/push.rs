@@ -10,6 +10,7 @@ use dmv_repo::store::ObjectId;
 use dmv_repo::{Head, Phase, Progress, RefUpdate, RepoError, Repository, Upstream};
 
 use crate::operations::locations::share_locations;
+use crate::operations::path_locks::release_landed_locks;
 use crate::operations::send::{send_objects, PushRef};
 use crate::protocol::objects::TransferStats;
 use crate::protocol::WireRefUpdate;
@@ -30,6 +31,10 @@ pub struct PushOptions {
     pub force: bool,
     /// Also push tags the remote does not have.
     pub tags: bool,
+    /// Keep the locks this user holds on paths the pushed commits change
+    /// (by default, and unless `lock.releaseOnPush` is false, a push gives
+    /// them back once the change has landed).
+    pub keep_locks: bool,
 }
 
 /// What a push did.
@@ -43,6 +48,11 @@ pub struct Pushed {
     pub tags_differing: Vec<String>,
     /// What was sent.
     pub stats: TransferStats,
+    /// Paths whose locks this user held and gave back, their change landed.
+    pub released: Vec<String>,
+    /// Why giving those locks back failed (the push itself landed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub release_failed: Option<String>,
 }
 
 /// The branch HEAD is on, short (`main`).
@@ -108,6 +118,8 @@ pub fn push(
         up_to_date: Vec::new(),
         tags_differing: Vec::new(),
         stats: TransferStats::default(),
+        released: Vec::new(),
+        release_failed: None,
     };
     for spec in &branches {
         if let Some((tag, id)) = named_tag(repo, spec)? {
@@ -177,6 +189,12 @@ pub fn push(
         }
     }
     share_locations(repo, remote, true)?;
+    if !options.keep_locks && repo.config.releases_locks_on_push() {
+        match release_landed_locks(repo, remote, &pushed.updated, &tips) {
+            Ok(released) => pushed.released = released,
+            Err(e) => pushed.release_failed = Some(e.to_string()),
+        }
+    }
     Ok(pushed)
 }
 
