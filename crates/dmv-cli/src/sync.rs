@@ -797,6 +797,7 @@ fn serve_paths(paths: Vec<PathBuf>, listen: Option<String>) -> Result<u8> {
             name,
             email,
             access: dmv_server::TokenAccess::Admin,
+            write: None,
         };
         let (token, secret) = dmv_server::TokensFile::add(&tokens_path, &new)?;
         Some((token, secret))
