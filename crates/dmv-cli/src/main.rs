@@ -1,6 +1,7 @@
 //! `dmv`: the command line. Parses arguments, calls the repo layer, prints.
 
 mod admin;
+mod bisectcmd;
 mod demo;
 mod hints;
 mod import;
@@ -90,6 +91,8 @@ enum Command {
     CherryPick(mergecmd::CherryPickArgs),
     /// Move the current branch's own commits onto another commit, one by one (-i: edit the plan)
     Rebase(rebasecmd::RebaseArgs),
+    /// Find the commit that brought a change in, by halving the commits between a bad and a good one.
+    Bisect(bisectcmd::BisectArgs),
     /// Show commit history.
     Log(inspect::LogArgs),
     /// Show a commit and what it changed.
@@ -193,8 +196,18 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Print the completion script of a shell: `dmv completions bash > ~/.local/share/bash-completion/completions/dmv`.
     Completions { shell: clap_complete::Shell },
-    /// Write man pages (dmv.1 and dmv-COMMAND.1 for each command) into a folder.
-    Manpages { folder: PathBuf },
+    /// For completion scripts: the branch, tag and remote names here, one a line.
+    #[command(name = "__complete", hide = true)]
+    Complete { what: String },
+    /// Write man pages (dmv.1 and dmv-COMMAND.1 for each command) into a folder, or with --install where `man` finds them.
+    Manpages {
+        /// The folder to write them into.
+        #[arg(required_unless_present = "install", conflicts_with = "install")]
+        folder: Option<PathBuf>,
+        /// Into $XDG_DATA_HOME/man/man1 (~/.local/share/man/man1), which `man dmv-log` reads when ~/.local/bin is on PATH.
+        #[arg(long)]
+        install: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -253,6 +266,7 @@ fn main() -> ExitCode {
         Command::Resolve(a) => mergecmd::resolve(a),
         Command::CherryPick(a) => mergecmd::cherry_pick(a),
         Command::Rebase(a) => rebasecmd::rebase(a),
+        Command::Bisect(a) => bisectcmd::bisect(a),
         Command::Log(a) => inspect::log(a),
         Command::Show(a) => inspect::show(a),
         Command::Diff(a) => inspect::diff(a),
@@ -297,9 +311,16 @@ fn main() -> ExitCode {
         Command::Demo(a) => demo::run(a),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "dmv", &mut std::io::stdout());
+            if shell == clap_complete::Shell::Bash {
+                print!("{BASH_REFS}");
+            }
             Ok(0)
         }
-        Command::Manpages { folder } => write_manpages(&folder),
+        Command::Complete { what } => complete_names(&what),
+        Command::Manpages { folder, install } => match (folder, install) {
+            (Some(folder), _) => write_manpages(&folder),
+            (None, _) => install_manpages(),
+        },
     };
     if std::env::var_os("DMV_TRACE").is_some() {
         eprintln!(
@@ -377,6 +398,75 @@ fn write_manpages(dir: &std::path::Path) -> anyhow::Result<u8> {
         write(&name, sub.clone().name(name.clone()))?;
     }
     write("dmv", dmv)?;
+    Ok(0)
+}
+
+/// Appended to clap's bash script: where a command takes a revision or a
+/// remote, the names `dmv __complete refs` lists are offered too.
+const BASH_REFS: &str = r#"
+_dmv_with_refs() {
+    _dmv "$@"
+    local cur="${COMP_WORDS[COMP_CWORD]}" i cmd=""
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        case "${COMP_WORDS[i]}" in
+            -C) ((i++)) ;;
+            -*) ;;
+            *) cmd="${COMP_WORDS[i]}"; break ;;
+        esac
+    done
+    case "$cur" in -*) return ;; esac
+    case "$cmd" in
+        switch|checkout|merge|rebase|cherry-pick|log|diff|show|branch|tag|reset|revert|push|pull|fetch|bisect|describe|rev-parse|remote)
+            local names
+            names="$(dmv __complete refs 2>/dev/null)"
+            COMPREPLY+=($(compgen -W "$names" -- "$cur"))
+            ;;
+    esac
+}
+complete -F _dmv_with_refs -o bashdefault -o default dmv
+"#;
+
+/// `__complete refs`: the branch, tag, remote-tracking branch and remote
+/// names of the repository here, one a line (nothing outside one).
+fn complete_names(what: &str) -> anyhow::Result<u8> {
+    if what != "refs" {
+        anyhow::bail!("__complete knows only `refs`");
+    }
+    let Ok(repo) = dmv_repo::Repository::discover(std::path::Path::new(".")) else {
+        return Ok(0);
+    };
+    use dmv_repo::ref_names::{BRANCHES, REMOTE_BRANCHES, TAGS};
+    let mut out = String::new();
+    for prefix in [BRANCHES, TAGS, REMOTE_BRANCHES] {
+        for (name, _) in repo.refs.list(prefix)? {
+            out.push_str(name.strip_prefix(prefix).unwrap_or(&name));
+            out.push('\n');
+        }
+    }
+    for remote in repo.config.remotes.keys() {
+        out.push_str(remote);
+        out.push('\n');
+    }
+    print!("{out}");
+    Ok(0)
+}
+
+/// `manpages --install`: the pages in the user's own man folder
+/// ($XDG_DATA_HOME/man/man1, default ~/.local/share/man/man1), which man-db
+/// searches without MANPATH when ~/.local/bin is on PATH.
+fn install_manpages() -> anyhow::Result<u8> {
+    let data = match std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()) {
+        Some(d) => PathBuf::from(d),
+        None => match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+            Some(h) => PathBuf::from(h).join(".local/share"),
+            None => anyhow::bail!(
+                "neither XDG_DATA_HOME nor HOME is set: give the folder, `dmv manpages DIR`"
+            ),
+        },
+    };
+    let dir = data.join("man/man1");
+    write_manpages(&dir)?;
+    println!("man pages written to {}", dir.display());
     Ok(0)
 }
 

@@ -1164,3 +1164,98 @@ fn bisect_in_a_partial_clone_fetches_only_what_it_checks_out() {
     assert_eq!(fetched(&out), 0);
     assert_eq!(subject(), "c8\n");
 }
+
+/// `dmv completions bash` completes branch, tag and remote names where a
+/// command takes them (run in bash, when bash is there).
+#[test]
+fn bash_completes_branch_tag_and_remote_names() {
+    if Command::new("bash").arg("-c").arg("true").status().is_err() {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().join("d");
+    dmv(t.path(), &["init", "-q", d.to_str().unwrap()]);
+    write(&d, "a", "a");
+    dmv(&d, &["add", "a"]);
+    dmv(&d, &["commit", "-q", "-m", "one"]);
+    dmv(&d, &["branch", "feature-x"]);
+    dmv(&d, &["tag", "v1.0"]);
+    dmv(
+        &d,
+        &["remote", "add", "upstream", t.path().to_str().unwrap()],
+    );
+    let script = t.path().join("dmv.bash");
+    std::fs::write(&script, dmv(&d, &["completions", "bash"])).unwrap();
+    let bin_dir = bin().parent().unwrap().to_path_buf();
+    let complete = |line: &str| -> String {
+        let words: Vec<&str> = line.split(' ').collect();
+        let program = format!(
+            "source {}; complete -p dmv; COMP_WORDS=({}); COMP_CWORD={}; COMP_LINE='{line}'; COMP_POINT=${{#COMP_LINE}}; _dmv_with_refs dmv '{}' '{}'; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            script.display(),
+            words.iter().map(|w| format!("'{w}'")).collect::<Vec<_>>().join(" "),
+            words.len() - 1,
+            words[words.len() - 1],
+            words[words.len() - 2],
+        );
+        let out = Command::new("bash")
+            .current_dir(&d)
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    bin_dir.display(),
+                    std::env::var("PATH").unwrap_or_default()
+                ),
+            )
+            .arg("-c")
+            .arg(program)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let said = complete("dmv switch fea");
+    assert!(said.contains("-F _dmv_with_refs dmv"), "{said}");
+    assert!(said.lines().any(|l| l == "feature-x"), "{said}");
+    assert!(complete("dmv merge v1").lines().any(|l| l == "v1.0"));
+    assert!(complete("dmv push up").lines().any(|l| l == "upstream"));
+    assert!(!complete("dmv add fea").lines().any(|l| l == "feature-x"));
+}
+
+/// `dmv manpages --install` writes where `man` looks without MANPATH.
+#[test]
+fn manpages_install_where_man_finds_them() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join("home");
+    std::fs::create_dir_all(home.join(".local/bin")).unwrap();
+    let out = Command::new(bin())
+        .current_dir(t.path())
+        .env("HOME", &home)
+        .env_remove("XDG_DATA_HOME")
+        .args(["manpages", "--install"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let page = home.join(".local/share/man/man1/dmv-log.1");
+    assert!(page.exists());
+    assert!(home.join(".local/share/man/man1/dmv.1").exists());
+    if Command::new("man").arg("-w").arg("man").output().is_err() {
+        return;
+    }
+    let found = Command::new("man")
+        .env_remove("MANPATH")
+        .env("HOME", &home)
+        .env(
+            "PATH",
+            format!("{}:/usr/bin:/bin", home.join(".local/bin").display()),
+        )
+        .args(["-w", "dmv-log"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&found.stdout).trim(),
+        page.display().to_string(),
+        "{}",
+        stderr(&found)
+    );
+}
