@@ -46,6 +46,12 @@ pub struct LogArgs {
     /// Only commits whose message contains this text.
     #[arg(long)]
     grep: Option<String>,
+    /// Only commits that change how many times this text occurs in a text file (git's pickaxe).
+    #[arg(short = 'S', value_name = "STRING", allow_hyphen_values = true)]
+    pickaxe: Option<String>,
+    /// Only commits that take out or put in a line of a text file matching this extended regular expression.
+    #[arg(short = 'G', value_name = "REGEX", allow_hyphen_values = true)]
+    pickaxe_regex: Option<String>,
     /// Only commits made at or after this date: 2026-11-28, "2026-11-28 14:00", "2 weeks ago", yesterday, @SECONDS (UTC).
     #[arg(long, alias = "after", value_name = "DATE")]
     since: Option<String>,
@@ -104,6 +110,9 @@ pub fn log(a: LogArgs) -> Result<u8> {
             .map(|t| dmv_repo::parse_date(t, now).ok_or_else(|| anyhow!("cannot read the date '{t}' (2026-11-28, \"2026-11-28 14:00\", \"2 weeks ago\", yesterday, @SECONDS)")))
             .transpose()
     };
+    if a.pickaxe.is_some() && a.pickaxe_regex.is_some() {
+        bail!("options '-G' and '-S' cannot be used together (as in git)");
+    }
     // A graph is drawn children first: the whole history is read, then ordered.
     let commits = repo.history().log(&dmv_repo::LogQuery {
         revision: revs.first().cloned(),
@@ -113,6 +122,18 @@ pub fn log(a: LogArgs) -> Result<u8> {
         until: date(&a.until)?,
         author: a.author.clone(),
         grep: a.grep.clone(),
+        changes_count_of: a.pickaxe.clone(),
+        changes_lines_matching: a
+            .pickaxe_regex
+            .as_deref()
+            .map(|r| {
+                let extended = dmv_repo::GrepOptions {
+                    syntax: dmv_repo::PatternSyntax::Extended,
+                    ..Default::default()
+                };
+                dmv_repo::GrepPattern::new(r, extended)
+            })
+            .transpose()?,
         topo_order: a.graph,
         skip: 0,
         max_count: a.max_count,

@@ -903,3 +903,50 @@ fn mailmap_names_people_in_shortlog_and_log_as_gits() {
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("Cyd Charisse"));
 }
+
+#[test]
+fn log_finds_the_commits_that_changed_a_text_as_gits_pickaxe() {
+    let t = tempfile::tempdir().unwrap();
+    let (g, d) = history(t.path());
+    // A binary file: -S counts in it, -G passes it over, as git 2.39 does.
+    for dir in [&g, &d] {
+        std::fs::write(dir.join("bin.dat"), b"one\0one one\n").unwrap();
+    }
+    git(&g, &["add", "bin.dat"]);
+    commit_as(&g, 11, ADA, "Binary ones", &[]);
+    dmv(&d, &["add", "bin.dat"]);
+    let out = dmv_cmd(&d)
+        .args(["commit", "-q", "-m", "Binary ones"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let cases: &[&[&str]] = &[
+        &["-S", "one"],
+        &["-S", "Sugar"],
+        &["-S", "green"],
+        // The rename keeps every count: not listed, as git pairs renames.
+        &["-S", "Roses"],
+        &["-S", "one", "side"],
+        &["-S", "one", "--", "src"],
+        &["-S", "no such text"],
+        &["-G", "gr(ee|a)n"],
+        &["-G", "^P\\.S\\."],
+        &["-G", "one", "--", "notes", "src"],
+        &["-G", "one one"],
+        &["-S", "one", "--author=Bob"],
+    ];
+    for args in cases {
+        let args = [&["log", "--format=%s"], *args].concat();
+        assert_eq!(dmv(&d, &args), git(&g, &args), "{args:?}");
+    }
+    // An expression that cannot be read, and -S with -G, are refused in one line.
+    for bad in [
+        &["log", "-G", "a("][..],
+        &["log", "-S", "one", "-G", "three"],
+    ] {
+        assert_eq!(git_out(&g, bad).status.code(), Some(128), "{bad:?}");
+        let out = dmv_out(&d, bad);
+        assert_eq!(out.status.code(), Some(128), "{bad:?}");
+        assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    }
+}

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use dmv_store::ObjectId;
 
 use crate::history::graph::{in_topo_order, CommitInfo};
+use crate::history::pickaxe::Pickaxe;
 use crate::ref_names::{BRANCHES, REMOTE_BRANCHES, STASHES, TAGS};
 use crate::repository::handles::History;
 use crate::repository::refs::Head;
@@ -33,6 +34,12 @@ pub struct LogQuery {
     pub author: Option<String>,
     /// Only commits whose message holds this text.
     pub grep: Option<String>,
+    /// Only commits that change how many times this text occurs in a text
+    /// file (git's pickaxe, `log -S`; see history/pickaxe.rs).
+    pub changes_count_of: Option<String>,
+    /// Only commits that take out or put in a line of a text file matching
+    /// this pattern (`log -G`).
+    pub changes_lines_matching: Option<crate::history::grep::GrepPattern>,
     /// Children before their parents whatever the times (what a graph
     /// draws): the whole history asked for is read before the first commit.
     pub topo_order: bool,
@@ -92,6 +99,31 @@ impl<'r> History<'r> {
         }
         let filter = query.clone();
         let walk = walk.filter(move |info| info.as_ref().map_or(true, |i| filter.wants(&i.commit)));
+        let history = *self;
+        let query_paths = query.paths.clone();
+        let (count_of, lines_matching) = (
+            query.changes_count_of.clone(),
+            query.changes_lines_matching.clone(),
+        );
+        // The pickaxe reads each commit's changed files: only asked for, and after the cheaper filters.
+        let walk = walk.filter_map(move |info| {
+            let Ok(i) = info else {
+                return Some(info);
+            };
+            let pickaxes = count_of
+                .as_deref()
+                .map(|t| Pickaxe::Count(t.as_bytes()))
+                .into_iter()
+                .chain(lines_matching.as_ref().map(Pickaxe::Lines));
+            for p in pickaxes {
+                match history.pickaxe_hits(&i.commit, p, &query_paths) {
+                    Ok(true) => {}
+                    Ok(false) => return None,
+                    Err(e) => return Some(Err(e)),
+                }
+            }
+            Some(Ok(i))
+        });
         let ordered: LogCommits<'r> = match query.topo_order {
             true => Box::new(
                 in_topo_order(walk.collect::<RepoResult<Vec<_>>>()?)

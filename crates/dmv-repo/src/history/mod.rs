@@ -3,12 +3,14 @@
 //! stored object keeps, and a commit's files as an archive; then what git's
 //! text commands read of it: lists of commits (`rev_list`, with shortlog's
 //! grouping), a commit named after its nearest tag (`describe`), each line's
-//! last change (`blame`), lines that match a pattern (`grep`), and the
-//! names people go by (`mailmap`). Nothing here reads or writes the
+//! last change (`blame`), lines that match a pattern (`grep`), the
+//! names people go by (`mailmap`), and whether a commit changed a text
+//! (`pickaxe`, for `log -S` and `-G`). Nothing here reads or writes the
 //! working tree.
 //!
-//! Read bottom up: `tree`, `graph`, `revisions`, `log_query`, `branches`, `object_rules`,
-//! `tree_diff`, `archive`, `rev_list`, `describe`, `blame`, `grep`, `mailmap`.
+//! Read bottom up: `tree`, `graph`, `revisions`, `branches`, `object_rules`,
+//! `tree_diff`, `archive`, `mailmap`, `rev_list`, `describe`, `blame`,
+//! `grep`, `pickaxe`, `log_query`.
 
 pub(crate) mod archive;
 pub(crate) mod blame;
@@ -20,6 +22,7 @@ pub(crate) mod last_changes;
 pub(crate) mod log_query;
 pub(crate) mod mailmap;
 pub(crate) mod object_rules;
+pub(crate) mod pickaxe;
 pub(crate) mod rev_list;
 pub(crate) mod revisions;
 pub mod tree;
