@@ -89,7 +89,7 @@ impl Blame {
         for r in ranges {
             let span =
                 parse_line_range(r.as_bytes(), count).map_err(|detail| RepoError::BadSetting {
-                    key: format!("-L {r}"),
+                    key: format!("the line range {r:?}"),
                     detail: detail.for_file(&show(path)),
                 })?;
             spans.push(span);
