@@ -62,8 +62,8 @@ pub use operations::partial::{
 };
 pub use operations::path_locks::list as list_locks;
 pub use operations::path_locks::{
-    check_commit, commit, lock, lock_remote, release_landed_locks, stale_locks, unlock,
-    CommitLockCheck,
+    check_commit, commit, lock, lock_remote, release_landed_locks, stale_locks,
+    take_locks_of_changes, unlock, CommitLockCheck, LocksForChanges,
 };
 pub use operations::peers::{merge_offers, offer, offer_name};
 pub use operations::pieces::PieceFetcher;
@@ -88,9 +88,9 @@ pub use protocol::SEALED_HUB_HEADER;
 #[cfg(feature = "s3")]
 pub use serving::relay::handle_relayed;
 pub use serving::serve::{handle_request, serve_stdio, Caller};
-pub use serving::upload::{
-    commit_uploaded, commit_uploaded_to_bucket, UploadCommit, Uploaded, UploadedFile,
-};
+#[cfg(feature = "s3")]
+pub use operations::bucket_upload::commit_uploaded_to_bucket;
+pub use serving::upload::{commit_uploaded, UploadCommit, Uploaded, UploadedFile};
 #[cfg(feature = "s3")]
 pub use transport::bucket_remote::BucketRemote;
 pub use transport::client::Client;

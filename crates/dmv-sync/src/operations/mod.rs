@@ -9,11 +9,14 @@
 //! fetching first in a partial replica what their line merges read), `news` (whether a remote moved since the last sync,
 //! cheaply), `keep_both`, `clone`, `partial` (`get`, `restore`,
 //! `write_file_at` and `set_slice` for partial replicas), `pieces`, `copies`
-//! (`whereis`, `drop`, `fsck --from`) and `repair` (`fsck --repair`).
+//! (`whereis`, `drop`, `fsck --from`), `repair` (`fsck --repair`) and
+//! `bucket_upload` (a browser's upload into a bucket, feature `s3`).
 //!
 //! Read bottom up in that order.
 
 pub(crate) mod address_book;
+#[cfg(feature = "s3")]
+pub(crate) mod bucket_upload;
 pub(crate) mod clone;
 pub(crate) mod copies;
 #[cfg(feature = "s3")]

@@ -15,17 +15,8 @@ use dmv_repo::store::ObjectId;
 use dmv_repo::tree::{lookup, put_in_folder, valid_entry_name, MAX_PATH_BYTES};
 use dmv_repo::{RepoError, Repository};
 
-use dmv_repo::{now_ns, LocationLog, Silent, Stamp};
-
-use crate::operations::receive::fetch_objects;
-use crate::operations::send::{find_missing, upload};
 use crate::protocol::{Response, WireRefUpdate};
-use crate::serving::relay::{
-    refuse_changes_to_others_locks, refuse_unholdable_paths, refuse_writes_outside_grant,
-};
 use crate::serving::serve::update_refs;
-use crate::transport::bucket_remote::BucketRemote;
-use crate::transport::remote::Remote;
 use crate::{Caller, Refusal, SyncError, SyncResult};
 
 /// A file that arrived whole, waiting on disk to be committed.
@@ -63,7 +54,7 @@ pub struct Uploaded {
 }
 
 /// Branch moves lost to other writers before the upload gives up.
-const TRIES: usize = 8;
+pub(crate) const TRIES: usize = 8;
 
 /// Stores the files' content, then commits them on the branch's head of
 /// the moment and moves the branch there as a push would; when another
@@ -110,95 +101,7 @@ pub fn commit_uploaded(
     Err(kept_moving(up))
 }
 
-/// [`commit_uploaded`] for a repository kept in a bucket: the commit is
-/// made in `view`, a replica of the bucket's history on the server (its
-/// branches need not be current: the bucket's are read here), sent to the
-/// bucket, and the branch moved there under the checks a push relayed to
-/// the bucket meets (nobody else's lock changed, no path a checkout could
-/// not hold) as one announced move. `view` is no replica of the
-/// repository's: it claims no copy, and the bucket's own location log
-/// records the new files' data.
-pub fn commit_uploaded_to_bucket(
-    view: &Repository,
-    bucket: &mut BucketRemote,
-    caller: &Caller,
-    up: &UploadCommit<'_>,
-) -> SyncResult<Uploaded> {
-    let (branch, folder) = checked(caller, up)?;
-    let _gc = view.store.hold_off_gc()?;
-    let entries = store_files(view, up)?;
-    let have = |view: &Repository, bucket: &mut BucketRemote, id: ObjectId| -> SyncResult<()> {
-        if !view.store.contains(&id)? {
-            fetch_objects(view, bucket, &[id], &Silent, None, || Ok(()))?;
-        }
-        Ok(())
-    };
-    if let Some(seen) = up.seen {
-        have(view, bucket, seen)?;
-    }
-    let seen_tree = up
-        .seen
-        .map(|c| view.commit(&c).map(|c| c.tree))
-        .transpose()?;
-    for _ in 0..TRIES {
-        let tips: Vec<(String, ObjectId)> = bucket.list_refs()?.refs;
-        let head = tips.iter().find(|(n, _)| *n == branch).map(|(_, id)| *id);
-        if let Some(head) = head {
-            have(view, bucket, head)?;
-        }
-        let Some(id) = commit_on(view, head, seen_tree, up, &folder, &entries)? else {
-            return Ok(unchanged(head));
-        };
-        let tips: Vec<ObjectId> = tips.into_iter().map(|(_, id)| id).collect();
-        let missing = find_missing(view, bucket, &[id], &tips)?;
-        upload(view, bucket, &missing, &Silent)?;
-        let who = caller.user.as_deref().unwrap_or("a web upload").to_string();
-        let updates = vec![WireRefUpdate {
-            name: branch.clone(),
-            old: head,
-            new: Some(id),
-        }];
-        let moved = bucket.moving_refs(|bucket| {
-            refuse_unholdable_paths(bucket, &updates)?;
-            refuse_changes_to_others_locks(bucket, caller, &updates)?;
-            refuse_writes_outside_grant(bucket, caller, &updates)?;
-            bucket.update_refs(updates.clone(), &who, "upload")
-        });
-        match moved {
-            Ok(()) => {
-                record_held_by_bucket(bucket, &missing.files)?;
-                return Ok(Uploaded {
-                    commit: id,
-                    unchanged: false,
-                });
-            }
-            // Another writer moved the branch: commit again on theirs.
-            Err(SyncError::Rejected { .. }) => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(kept_moving(up))
-}
-
-/// Records in the bucket's own location log that it holds `files`' data
-/// (a push's client records that in its log; the view keeps none).
-fn record_held_by_bucket(bucket: &mut BucketRemote, files: &[ObjectId]) -> SyncResult<()> {
-    if files.is_empty() {
-        return Ok(());
-    }
-    let (me, _) = bucket.replica()?;
-    let stamp = Stamp {
-        time_ns: now_ns(),
-        present: true,
-    };
-    let mut log = LocationLog::default();
-    for key in files {
-        log.records.insert((*key, me), stamp);
-    }
-    bucket.merge_locations(me, &log)
-}
-
-fn unchanged(head: Option<ObjectId>) -> Uploaded {
+pub(crate) fn unchanged(head: Option<ObjectId>) -> Uploaded {
     Uploaded {
         // commit_on gives None only on an existing head.
         commit: head.unwrap_or(ObjectId([0; 32])),
@@ -206,7 +109,7 @@ fn unchanged(head: Option<ObjectId>) -> Uploaded {
     }
 }
 
-fn kept_moving(up: &UploadCommit<'_>) -> SyncError {
+pub(crate) fn kept_moving(up: &UploadCommit<'_>) -> SyncError {
     SyncError::Refused(Refusal::BranchKeptMoving {
         branch: up.branch.to_string(),
         tries: TRIES,
@@ -215,7 +118,7 @@ fn kept_moving(up: &UploadCommit<'_>) -> SyncError {
 
 /// The branch's ref and the folder (no `/` at either end), once the
 /// caller may write and every name is one a tree and a checkout hold.
-fn checked(caller: &Caller, up: &UploadCommit<'_>) -> SyncResult<(String, String)> {
+pub(crate) fn checked(caller: &Caller, up: &UploadCommit<'_>) -> SyncResult<(String, String)> {
     if !caller.may_write {
         return Err(SyncError::Refused(Refusal::NeedsWriteAccess {
             verb: "upload",
@@ -286,7 +189,7 @@ fn path_in(folder: &str, name: &str) -> String {
 }
 
 /// Stores the files' content; their entries in the folder.
-fn store_files(repo: &Repository, up: &UploadCommit<'_>) -> SyncResult<Vec<TreeEntry>> {
+pub(crate) fn store_files(repo: &Repository, up: &UploadCommit<'_>) -> SyncResult<Vec<TreeEntry>> {
     let mut session = repo.store.begin_write()?;
     let mut entries = Vec::with_capacity(up.files.len());
     for f in up.files {
@@ -309,7 +212,7 @@ fn store_files(repo: &Repository, up: &UploadCommit<'_>) -> SyncResult<Vec<TreeE
 /// The commit putting `entries` into `folder` on `head`; None when they
 /// are there as they are. Refused when `head` is not what the uploader
 /// saw and one of the uploaded paths changed since.
-fn commit_on(
+pub(crate) fn commit_on(
     repo: &Repository,
     head: Option<ObjectId>,
     seen_tree: Option<ObjectId>,
