@@ -82,6 +82,22 @@ pub enum Event {
     },
     /// The commit failed; the next change tries again.
     CannotCommit(String),
+    /// The lock of a lockable file changed here was taken for this user.
+    Locked {
+        /// The file.
+        path: String,
+    },
+    /// A lockable file changed here is locked by someone else: a push of
+    /// the change is refused until they give it back (said once per file
+    /// and holder).
+    LockedByOther {
+        /// The file.
+        path: String,
+        /// Who holds it.
+        holder: String,
+    },
+    /// Taking the locks of changed files failed; the next change tries again.
+    CannotLock(String),
     /// A reason to wait began.
     Waiting(Waiting),
     /// The sync failed as a whole.
@@ -225,6 +241,8 @@ pub fn run(
             voice.say(Event::CannotMend(e.to_string()));
         }
     }
+    // Files found locked by someone else, with who: each said once.
+    let mut told = std::collections::HashSet::new();
     // What changed while no watcher ran is committed first.
     let mut changed = true;
     while !stop.load(Ordering::Relaxed) {
@@ -235,6 +253,7 @@ pub fn run(
         }
         let repo = following.repo();
         if changed {
+            take_locks(repo, &mut told, &mut voice);
             let (held_back, still_open) = commit(repo, &mut health, &mut voice);
             folder.retry(&held_back, &still_open);
         }
@@ -439,6 +458,31 @@ fn unix_now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// Takes the locks of lockable files that changed (dmv-sync's
+/// `take_locks_of_changes`) before they are committed, and says which
+/// someone else holds, once per file and holder (`told`).
+fn take_locks(
+    repo: &Repository,
+    told: &mut std::collections::HashSet<(String, String)>,
+    voice: &mut Voice<'_>,
+) {
+    match dmv_sync::take_locks_of_changes(repo) {
+        Ok(done) => {
+            for path in done.taken {
+                voice.say(Event::Locked { path });
+            }
+            for (path, holder) in done.held_by_others {
+                if told.insert((path.clone(), holder.clone())) {
+                    voice.say(Event::LockedByOther { path, holder });
+                }
+            }
+        }
+        Err(e) => {
+            voice.say(Event::CannotLock(e.to_string()));
+        }
+    }
 }
 
 /// One commit of what changed; a failure is said and the watch goes on

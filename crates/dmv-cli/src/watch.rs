@@ -161,6 +161,13 @@ impl Reporter for LogLines {
             ),
             Event::Committed { id, message } => format!("committed {}: {message}", id.short()),
             Event::CannotCommit(e) => format!("cannot commit: {}", printable(e)),
+            Event::Locked { path } => format!("locked {} for you: you changed it", printable(path)),
+            Event::LockedByOther { path, holder } => format!(
+                "{} is locked by {}: your change to it will not be taken by the remote until they unlock it",
+                printable(path),
+                printable(holder)
+            ),
+            Event::CannotLock(e) => format!("cannot take the locks of changed files: {}", printable(e)),
             Event::Waiting(w) => format!("waiting: {}", self.waiting_words(w)),
             Event::CannotSync(e) => format!("cannot sync: {}", printable(e)),
             Event::Merged { remote, label } => format!("merged {label} from {remote}"),
@@ -204,7 +211,10 @@ impl Reporter for LogLines {
         }
     }
 
-    fn say(&mut self, _event: &Event, words: &str) {
+    fn say(&mut self, event: &Event, words: &str) {
+        if let Event::LockedByOther { .. } = event {
+            notify_desktop(words);
+        }
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
@@ -212,6 +222,33 @@ impl Reporter for LogLines {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{line}").and_then(|_| out.flush());
         self.log.write(&line);
+    }
+}
+
+/// Tells the person at their desktop, where the system has a way to
+/// (`notify-send` on Linux, `osascript` on macOS); nothing otherwise.
+fn notify_desktop(words: &str) {
+    let mut command = if cfg!(target_os = "macos") {
+        let quoted = words.replace('\\', "\\\\").replace('"', "\\\"");
+        let mut c = std::process::Command::new("osascript");
+        c.args([
+            "-e",
+            &format!("display notification \"{quoted}\" with title \"DMV\""),
+        ]);
+        c
+    } else {
+        let mut c = std::process::Command::new("notify-send");
+        c.args(["--app-name=DMV", "DMV", words]);
+        c
+    };
+    // Not waited for long: a missing program or no desktop is no failure of the watch.
+    if let Ok(mut child) = command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+    {
+        std::thread::spawn(move || child.wait());
     }
 }
 

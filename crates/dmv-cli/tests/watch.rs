@@ -1150,3 +1150,98 @@ fn a_watcher_in_a_meta_clone_applies_the_repositorys_rules() {
     );
     assert!(watcher.stop().success());
 }
+
+/// A watcher takes the lock of a lockable file the moment it settles
+/// changed (an editor saves it through a temporary file and a rename,
+/// which a read-only file allows), and says at once, on its log and on
+/// the desktop, when someone else holds it: once, not at every turn.
+#[test]
+fn a_watcher_takes_the_lock_of_a_changed_lockable_file_or_says_who_holds_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    dmv(t, &["init", "--bare", "hub"]);
+    let hub = HttpServer::start(
+        "[repos]\nhub = \"hub\"\n[tokens]\n\"tok-ann\" = { access = \"write\", user = \"ann\" }\n\"tok-bo\" = { access = \"write\", user = \"bo\" }\n",
+        t,
+        0,
+    );
+    let url = format!("http://127.0.0.1:{}/hub", hub.port);
+    dmv(t, &["init", "seed"]);
+    let seed = t.join("seed");
+    std::fs::write(seed.join(".dmvattributes"), "*.psd lockable\n").unwrap();
+    std::fs::write(seed.join("cover.psd"), "layers v1").unwrap();
+    std::fs::write(seed.join("back.psd"), "layers v1").unwrap();
+    commit_all(&seed, "seed");
+    dmv(&seed, &["push", t.join("hub").to_str().unwrap(), "main"]);
+    let as_user = |token: &'static str| {
+        move |c: &mut Command| {
+            c.env("DMV_TOKEN", token);
+        }
+    };
+    let (ann_env, bo_env) = (as_user("tok-ann"), as_user("tok-bo"));
+    run_ok(&ann_env, t, &["clone", &url, "ann"]);
+    run_ok(&bo_env, t, &["clone", &url, "bo"]);
+    let (ann, bo) = (t.join("ann"), t.join("bo"));
+    run_ok(&bo_env, &bo, &["lock", "back.psd"]);
+    // The desktop's notifier, as the watcher finds it on PATH: it writes what it was told.
+    let bin_dir = t.join("desktop");
+    std::fs::create_dir(&bin_dir).unwrap();
+    let told = t.join("notified.txt");
+    let notifier = bin_dir.join("notify-send");
+    std::fs::write(
+        &notifier,
+        format!("#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\n", told.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&notifier, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let watch_env = move |c: &mut Command| {
+        c.env("DMV_TOKEN", "tok-ann").env("PATH", &path);
+    };
+    let on_ann = Watcher::start(&ann, &["--quiet", "0.3"], &watch_env);
+    // Saved as an editor saves: a new file renamed over the read-only one.
+    let save = |name: &str, text: &str| {
+        let temp = ann.join(format!(".{name}.tmp"));
+        std::fs::write(&temp, text).unwrap();
+        std::fs::rename(&temp, ann.join(name)).unwrap();
+    };
+    save("cover.psd", "layers v2 by ann");
+    wait_for_logged("ann's lock of cover.psd", &[&on_ann], || {
+        on_ann.log().contains("locked cover.psd for you")
+    });
+    let locks = run_ok(&bo_env, &bo, &["locks"]);
+    assert!(locks.contains("cover.psd\tann"), "{locks}");
+    let refused = dmv_cmd(&bo)
+        .env("DMV_TOKEN", "tok-bo")
+        .args(["lock", "cover.psd"])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success(), "ann holds it now");
+    save("back.psd", "layers v2 by ann");
+    wait_for_logged("the word that bo holds back.psd", &[&on_ann], || {
+        on_ann.log().contains("back.psd is locked by bo")
+    });
+    wait_for("the desktop to be told", || {
+        std::fs::read_to_string(&told).is_ok_and(|s| s.contains("back.psd is locked by bo"))
+    });
+    // Another change of it is not said again.
+    let commits = || on_ann.log().matches("committed ").count();
+    let before = commits();
+    save("back.psd", "layers v3 by ann");
+    save("cover.psd", "layers v3 by ann");
+    wait_for_logged("the next commit", &[&on_ann], || commits() > before);
+    assert_eq!(
+        on_ann.log().matches("back.psd is locked by bo").count(),
+        1,
+        "{}",
+        on_ann.log()
+    );
+    assert_eq!(std::fs::read_to_string(&told).unwrap().lines().count(), 1);
+    assert_eq!(on_ann.log().matches("locked cover.psd for you").count(), 1);
+    assert!(on_ann.stop().success());
+}

@@ -212,6 +212,78 @@ pub fn stale_locks(repo: &Repository, listed: &PathLocks, days: u32) -> SyncResu
     Ok(stale)
 }
 
+/// What [`take_locks_of_changes`] did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct LocksForChanges {
+    /// The paths whose locks were taken now.
+    pub taken: Vec<String>,
+    /// Changed lockable paths someone else holds, with who.
+    pub held_by_others: Vec<(String, String)>,
+}
+
+/// A watcher's step: takes the locks of the lockable files changed here
+/// that this user does not hold yet, as an artist starts editing
+/// (Anchorpoint's and Unity's automatic checkout), one path at a time so
+/// that one someone else holds keeps none of the others from being taken,
+/// and names those. Asks the remote nothing when no lockable file changed
+/// or the repository has no remote.
+pub fn take_locks_of_changes(repo: &Repository) -> SyncResult<LocksForChanges> {
+    let mut done = LocksForChanges::default();
+    let lockable = Lockable::parse(
+        &std::fs::read_to_string(repo.root.join(ATTRIBUTES_FILE)).unwrap_or_default(),
+    );
+    if lockable.is_empty() {
+        return Ok(done);
+    }
+    let status = repo.status()?;
+    let known = repo.locks().known_locks();
+    let held_by_me = |path: &str| {
+        known
+            .locks
+            .iter()
+            .any(|l| l.path == path && known.you.as_ref() == Some(&l.owner))
+    };
+    let mut changed: Vec<String> = status
+        .staged
+        .iter()
+        .chain(&status.unstaged)
+        .map(|c| c.path.as_slice())
+        .chain(status.untracked.iter().map(Vec::as_slice))
+        .filter(|p| lockable.matches(p))
+        .filter_map(|p| String::from_utf8(p.to_vec()).ok())
+        .filter(|p| !held_by_me(p))
+        .collect();
+    changed.sort();
+    changed.dedup();
+    if changed.is_empty() {
+        return Ok(done);
+    }
+    let named = match lock_remote(repo, None) {
+        Ok(r) => r,
+        Err(SyncError::Address(AddressError::NeedsNamedRemote { .. })) => return Ok(done),
+        Err(e) => return Err(e),
+    };
+    let mut remote = named.connect()?;
+    for path in changed {
+        match lock(repo, remote.as_mut(), std::slice::from_ref(&path)) {
+            Ok(_) => done.taken.push(path),
+            Err(e) => {
+                // Held by someone else, as the remote's list says; else a failure to tell.
+                let listed = list(repo, remote.as_mut())?;
+                match listed
+                    .locks
+                    .iter()
+                    .find(|l| l.path == path && listed.you.as_ref() != Some(&l.owner))
+                {
+                    Some(l) => done.held_by_others.push((path, l.holder())),
+                    None => return Err(e),
+                }
+            }
+        }
+    }
+    Ok(done)
+}
+
 /// What a commit's check of the locks found.
 #[derive(Debug, PartialEq, Eq)]
 pub enum CommitLockCheck {
