@@ -498,6 +498,16 @@ impl<'o> Painting<'o> {
         Some((id, self.marks[&id], self.read[&id].1.clone()))
     }
 
+    /// Whether the newest commit queued is as new as `time` or newer: it
+    /// may still reach a commit of that time (commits of one second are
+    /// common).
+    fn reaches_back_to(&self, time: Option<i64>) -> bool {
+        match (self.queue.peek(), time) {
+            (Some((newest, _)), Some(time)) => *newest >= time,
+            _ => false,
+        }
+    }
+
     /// Whether some commit queued is marked `mark` and not `not`.
     fn any_queued(&self, mark: u8, not: u8) -> bool {
         self.queued
@@ -506,10 +516,12 @@ impl<'o> Painting<'o> {
     }
 }
 
-/// The commits reachable from `wants` and from none of `haves`. A commit
-/// reached from `haves` is one for certain; a walk confused by commit
-/// times at worst names a commit `haves` reach too, which is then judged
-/// as if new: never the other way round.
+/// The commits reachable from `wants` and from none of `haves`: those the
+/// walk marked from `wants` and not from `haves` when every commit still
+/// queued is behind `haves`. A commit marked from `haves` is reached from
+/// them for certain; a walk confused by commit times (a clock set wrong)
+/// at worst names a commit `haves` reach too, which is then judged as if
+/// new: never the other way round.
 fn only_reachable_from(
     objects: &dyn GrantObjects,
     wants: &[ObjectId],
@@ -522,18 +534,18 @@ fn only_reachable_from(
     for h in haves {
         walk.mark(h, FROM_HAVES)?;
     }
-    let mut only = Vec::new();
-    let mut named = HashSet::new();
-    while walk.any_queued(FROM_WANTS, FROM_HAVES) {
+    let mut order = Vec::new();
+    let mut oldest = None;
+    while walk.any_queued(FROM_WANTS, FROM_HAVES) || walk.reaches_back_to(oldest) {
         let Some((id, marks, parents)) = walk.next() else {
             break;
         };
         let mark = match marks & FROM_HAVES != 0 {
             true => FROM_HAVES,
             false => {
-                if named.insert(id) {
-                    only.push(id);
-                }
+                order.push(id);
+                let time = walk.read[&id].0;
+                oldest = Some(oldest.map_or(time, |o: i64| o.min(time)));
                 FROM_WANTS
             }
         };
@@ -541,7 +553,10 @@ fn only_reachable_from(
             walk.mark(p, mark)?;
         }
     }
-    Ok(only)
+    // Commits met again from `haves` later (equal times) are theirs.
+    let mut named = HashSet::new();
+    order.retain(|id| walk.marks[id] & FROM_HAVES == 0 && named.insert(*id));
+    Ok(order)
 }
 
 /// The common ancestors of `a` and `b` that the walk meets first (each
@@ -553,8 +568,10 @@ fn merge_bases(objects: &dyn GrantObjects, a: ObjectId, b: ObjectId) -> RepoResu
     walk.mark(&a, FROM_WANTS)?;
     walk.mark(&b, FROM_HAVES)?;
     let mut bases = Vec::new();
-    // Until every commit queued is behind a common one.
-    while walk.queued.iter().any(|id| walk.marks[id] & BEHIND == 0) {
+    let mut oldest = None;
+    // Until every commit queued is behind a common one, and none is as new as a base.
+    while walk.queued.iter().any(|id| walk.marks[id] & BEHIND == 0) || walk.reaches_back_to(oldest)
+    {
         let Some((id, marks, parents)) = walk.next() else {
             break;
         };
@@ -562,6 +579,8 @@ fn merge_bases(objects: &dyn GrantObjects, a: ObjectId, b: ObjectId) -> RepoResu
         if mark & BOTH == BOTH {
             if mark & BEHIND == 0 && !bases.contains(&id) {
                 bases.push(id);
+                let time = walk.read[&id].0;
+                oldest = Some(oldest.map_or(time, |o: i64| o.min(time)));
             }
             mark |= BEHIND;
         }
@@ -569,6 +588,8 @@ fn merge_bases(objects: &dyn GrantObjects, a: ObjectId, b: ObjectId) -> RepoResu
             walk.mark(p, mark)?;
         }
     }
+    // A base met later from another (equal times) is behind it.
+    bases.retain(|id| walk.marks[id] & BEHIND == 0);
     Ok(bases)
 }
 
