@@ -40,7 +40,9 @@ pub use atomic::{write_atomic, write_atomic_private, write_atomic_with, write_ca
 pub use dmv_refs;
 pub use error::{RepoError, RepoResult};
 pub use history::archive::ArchiveFormat;
-pub use history::blame::{line_ranges, Blame, BlamedCommit, LineOrigin, MAX_BLAME_BYTES};
+pub use history::blame::{
+    line_ranges, Blame, BlamedCommit, LineOrigin, MAX_BLAME_BYTES, NOT_COMMITTED,
+};
 pub use history::branches::Tracking;
 pub use history::describe::Description;
 pub use history::graph::{in_topo_order, CommitInfo, CommitWalk};
@@ -49,7 +51,9 @@ pub use history::grep::{
     Searched, MAX_GREP_LINE,
 };
 pub use history::log_query::{Decoration, LogCommits, LogQuery};
+pub use history::mailmap::{Mailmap, MAX_MAILMAP_BYTES, MAX_MAILMAP_LINES};
 pub use history::object_rules::{check_object, facts_of_content, stored_facts, ObjectFacts};
+pub use history::pickaxe::MAX_PICKAXE_BYTES;
 pub use history::rev_list::{subject_of, AuthorCommits};
 pub use history::revisions::RevisionRange;
 pub use history::tree;

@@ -314,7 +314,7 @@ impl Merges<'_> {
         refuse_staged_changes(&status)?;
         // As git: "Squash commit into empty head not supported yet".
         let ours = self.head_commit()?.ok_or_else(|| RepoError::UnknownRevision(
-            "HEAD (a squash needs a commit to squash onto; `dmv merge` fast-forwards an empty branch)".into(),
+            "HEAD (a squash needs a commit to squash onto; a plain merge fast-forwards an empty branch)".into(),
         ))?;
         let base = self.history().merge_base(ours, theirs)?;
         if ours == theirs || base == Some(theirs) {

@@ -109,7 +109,7 @@ impl<'r> Bisect<'r> {
             .map(Some)
             .ok_or_else(|| RepoError::Corrupt {
                 path,
-                detail: "not a bisect state (`dmv bisect reset` removes it)".into(),
+                detail: "not a bisect state (a bisect reset removes it)".into(),
             })
     }
 
@@ -133,7 +133,7 @@ impl<'r> Bisect<'r> {
         let _wlock = self.repo.lock_worktree()?;
         if self.state()?.is_some() {
             return Err(RepoError::Bisect(
-                "a bisection is in progress already (`dmv bisect reset` ends it)".into(),
+                "a bisection is in progress already (a bisect reset ends it)".into(),
             ));
         }
         if let Some(m) = self.repo.merges().merge_state()? {
@@ -381,7 +381,7 @@ pub fn waiting_status(bad: bool, good: usize) -> String {
 }
 
 fn not_bisecting() -> RepoError {
-    RepoError::Bisect("no bisection in progress (`dmv bisect start` begins one)".into())
+    RepoError::Bisect("no bisection in progress (a bisect start begins one)".into())
 }
 
 /// Git's choice among `candidates` (oldest first, the walk reversed)
