@@ -38,6 +38,8 @@ pub use dmv_bucket::{
 };
 pub use dmv_repo::{Phase, Progress, Silent, Tally};
 pub use operations::address_book::{check_publishable, publish, set_metered, unpublish};
+#[cfg(feature = "s3")]
+pub use operations::bucket_upload::commit_uploaded_to_bucket;
 pub use operations::clone::{clone, CloneOptions, ClonePlan, Cloned};
 pub use operations::copies::{
     check_copies, drop_files, whereis, CopiesChecked, CopyInfo, DropOptions, Dropped, FileCopies,
@@ -88,8 +90,6 @@ pub use protocol::SEALED_HUB_HEADER;
 #[cfg(feature = "s3")]
 pub use serving::relay::handle_relayed;
 pub use serving::serve::{handle_request, serve_stdio, Caller};
-#[cfg(feature = "s3")]
-pub use operations::bucket_upload::commit_uploaded_to_bucket;
 pub use serving::upload::{commit_uploaded, UploadCommit, Uploaded, UploadedFile};
 #[cfg(feature = "s3")]
 pub use transport::bucket_remote::BucketRemote;
