@@ -249,7 +249,7 @@ pub fn log(a: LogArgs) -> Result<u8> {
                 (true, _, _) => print_name_status(out, &repo, &changes)?,
                 (_, true, _) => print_stat(out, &repo, &changes, false)?,
                 (_, _, true) => print_name_only(out, &changes)?,
-                _ => print_patch(out, &repo, &changes, false)?,
+                _ => print_patch(out, &repo, &changes, false, false)?,
             }
             if a.format.is_none() && !one_line && a.graph {
                 writeln!(out)?;
@@ -594,7 +594,7 @@ pub fn show(a: ShowArgs) -> Result<u8> {
     } else if a.stat {
         print_stat(&mut out, &repo, &changes, false)?;
     } else {
-        print_patch(&mut out, &repo, &changes, false)?;
+        print_patch(&mut out, &repo, &changes, false, false)?;
     }
     Ok(0)
 }
@@ -620,6 +620,10 @@ pub struct DiffArgs {
     /// Only the changed paths.
     #[arg(long)]
     name_only: bool,
+    /// Text changes word by word, as git's `--word-diff` shows them:
+    /// `[-removed-]{+added+}` within each line (only git's plain mode).
+    #[arg(long, value_name = "MODE", num_args = 0..=1, default_missing_value = "plain", require_equals = true)]
+    word_diff: Option<String>,
     #[arg(long)]
     json: bool,
     #[command(flatten)]
@@ -753,11 +757,17 @@ pub fn diff(mut a: DiffArgs) -> Result<u8> {
             new_in_worktree,
         )?;
     } else {
+        let words = match a.word_diff.as_deref() {
+            None => false,
+            Some("plain") => true,
+            Some(other) => bail!("--word-diff={other}: only git's plain mode is shown"),
+        };
         print_patch(
             &mut std::io::stdout().lock(),
             &repo,
             &changes,
             new_in_worktree,
+            words,
         )?;
     }
     Ok(0)
@@ -778,7 +788,7 @@ pub(crate) fn show_commit_changes(
     let changes = diff_flat(&old, &flatten(&repo.store, &c.tree)?);
     let mut out = std::io::stdout().lock();
     match patch {
-        true => print_patch(&mut out, repo, &changes, false),
+        true => print_patch(&mut out, repo, &changes, false, false),
         false => print_stat(&mut out, repo, &changes, false),
     }
 }
@@ -818,6 +828,7 @@ fn print_patch(
     repo: &Repository,
     changes: &[Change],
     new_in_worktree: bool,
+    words: bool,
 ) -> Result<()> {
     fetch_for_diff(repo, changes, new_in_worktree);
     for c in changes {
@@ -850,11 +861,29 @@ fn print_patch(
                         "/dev/null".into()
                     },
                 );
+                if words {
+                    write!(
+                        out,
+                        "{}",
+                        crate::word_diff::word_diff(&old, &new, &from, &to)
+                    )?;
+                    continue;
+                }
                 let unified = similar::TextDiff::from_lines(&old, &new)
                     .unified_diff()
                     .context_radius(3)
                     .header(&from, &to)
                     .to_string();
+                // git's function line after each hunk's header.
+                let unified: String = unified
+                    .split_inclusive('\n')
+                    .map(|line| match line.strip_suffix('\n') {
+                        Some(header) if header.starts_with("@@ -") => {
+                            crate::word_diff::with_function_line(header, &old) + "\n"
+                        }
+                        _ => line.to_string(),
+                    })
+                    .collect();
                 write!(out, "{}", paint_unified(&unified))?;
             }
             (old, new) => writeln!(

@@ -20,6 +20,7 @@ mod terminal;
 mod textcmds;
 mod tokens;
 mod watch;
+mod word_diff;
 mod work;
 
 use std::path::PathBuf;

@@ -950,3 +950,83 @@ fn log_finds_the_commits_that_changed_a_text_as_gits_pickaxe() {
         assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
     }
 }
+
+/// `diff --word-diff` marks the words taken out and put in within each
+/// hunk as git's plain mode does: the same text from the `---` line on,
+/// for words changed in a line, lines added, removed and rewrapped,
+/// white space changed, and a hunk far from another.
+#[test]
+fn word_diff_marks_words_as_git_does() {
+    let t = tempfile::tempdir().unwrap();
+    let (g, d) = (t.path().join("g"), t.path().join("d"));
+    std::fs::create_dir(&g).unwrap();
+    git(&g, &["init", "-q"]);
+    dmv(t.path(), &["init", d.to_str().unwrap()]);
+    let long: String = (1..=30)
+        .map(|i| format!("line number {i} of the long file\n"))
+        .collect();
+    let before = [
+        (
+            "words.txt",
+            "The quick brown fox\njumps over the lazy dog.\nThe end.\n".to_string(),
+        ),
+        ("lines.txt", "one\ntwo\nthree\nfour\n".to_string()),
+        ("spaces.txt", "a b  c\nd e f\n".to_string()),
+        ("long.txt", long.clone()),
+    ];
+    for (name, text) in &before {
+        for dir in [&g, &d] {
+            std::fs::write(dir.join(name), text).unwrap();
+        }
+    }
+    git(&g, &["add", "."]);
+    commit_as(
+        &g,
+        0,
+        ("Ada Lovelace", "ada@example.org", "+0000"),
+        "before",
+        &[],
+    );
+    dmv(&d, &["add", "."]);
+    dmv(&d, &["commit", "-q", "-m", "before"]);
+    let after = [
+        (
+            "words.txt",
+            "The quick red fox\nleaps over the lazy cat today.\nThe end.\n".to_string(),
+        ),
+        (
+            "lines.txt",
+            "one\nthree\nthree and a half\nfour\nfive six\n".to_string(),
+        ),
+        ("spaces.txt", "a b c\nd  e\tf g\n".to_string()),
+        (
+            "long.txt",
+            long.replace("number 2 of", "number two of")
+                .replace("29 of the long", "29 of the longer"),
+        ),
+    ];
+    for (name, text) in &after {
+        for dir in [&g, &d] {
+            std::fs::write(dir.join(name), text).unwrap();
+        }
+    }
+    for (name, _) in &after {
+        let theirs = git(&g, &["diff", "--word-diff", "--", name]);
+        let ours = dmv(&d, &["diff", "--word-diff", "--", name]);
+        let from_minus = |s: &str| s[s.find("\n--- ").map_or(0, |i| i + 1)..].to_string();
+        assert_eq!(from_minus(&ours), from_minus(&theirs), "{name}");
+    }
+    // The plain diff's hunk headers name the line above them as git's do.
+    let headers = |s: String| -> Vec<String> {
+        s.lines()
+            .filter(|l| l.starts_with("@@"))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(
+        headers(dmv(&d, &["diff", "--", "long.txt"])),
+        headers(git(&g, &["diff", "--", "long.txt"]))
+    );
+    let out = dmv_out(&d, &["diff", "--word-diff=color"]);
+    assert!(!out.status.success());
+}
