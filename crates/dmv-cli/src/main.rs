@@ -1,5 +1,6 @@
 //! `dmv`: the command line. Parses arguments, calls the repo layer, prints.
 
+mod add_patch;
 mod admin;
 mod bisectcmd;
 mod demo;

@@ -410,8 +410,12 @@ impl<W: Write> ShortLines<'_, W> {
 #[derive(Args)]
 pub struct AddArgs {
     /// Files or directories to stage (`.` for everything).
-    #[arg(required_unless_present_any = ["update", "all"])]
+    #[arg(required_unless_present_any = ["update", "all", "patch"])]
     paths: Vec<PathBuf>,
+    /// Choose hunk by hunk what of each changed text file to stage, as
+    /// git's `add -p` asks (y, n, q, a, d, s, j, J, k, K, ?).
+    #[arg(short, long, conflicts_with_all = ["update", "all", "force"])]
+    patch: bool,
     /// Add files named here even if an ignore rule leaves them out.
     #[arg(short, long)]
     force: bool,
@@ -430,6 +434,9 @@ pub struct AddArgs {
 pub fn add(a: AddArgs) -> Result<u8> {
     a.quiet.apply();
     let repo = open_worktree()?;
+    if a.patch {
+        return crate::add_patch::add_patch(&repo, &repo_paths(&repo, &a.paths)?);
+    }
     // As git's `add -u` and `add -A` without paths: the whole tree, not the current folder.
     let specs = match a.paths.is_empty() {
         true => vec![Vec::new()],

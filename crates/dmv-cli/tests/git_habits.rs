@@ -1259,3 +1259,99 @@ fn manpages_install_where_man_finds_them() {
         stderr(&found)
     );
 }
+
+/// `add -p` with the same answers piped to git's and to DMV's stages the
+/// same: hunks taken and left, a hunk split and half of it taken, a
+/// deletion, `a` and `d` for the rest of a file, `q`; binary files are not
+/// asked about.
+#[test]
+fn add_p_stages_the_hunks_git_stages() {
+    let t = tempfile::tempdir().unwrap();
+    let w = Twins::new(t.path());
+    let numbers: String = (1..=12).map(|i| format!("{i}\n")).collect();
+    w.write("a.txt", &numbers);
+    w.write("b.txt", "a\nb\nc\nd\ne\n");
+    w.write("c.txt", &numbers);
+    w.write("gone.txt", "gone\n");
+    for dir in [&w.g, &w.d] {
+        std::fs::write(dir.join("bin.dat"), b"a\0b").unwrap();
+    }
+    w.both(&["add", "."]);
+    w.both(&["commit", "-q", "-m", "before"]);
+    w.write(
+        "a.txt",
+        &numbers.replace("2\n", "TWO\n").replace("11\n", "ELEVEN\n"),
+    );
+    w.write("b.txt", "A\nb\nc\nd\nE\n");
+    w.write(
+        "c.txt",
+        &numbers.replace("1\n", "ONE\n").replace("12\n", "TWELVE\n"),
+    );
+    for dir in [&w.g, &w.d] {
+        std::fs::remove_file(dir.join("gone.txt")).unwrap();
+        std::fs::write(dir.join("bin.dat"), b"a\0c").unwrap();
+    }
+    // a.txt: take the first hunk, leave the second; b.txt: split its one
+    // hunk, leave the first part, take the second; c.txt: a for both;
+    // gone.txt: take the deletion.
+    let answers = "y\nn\ns\nn\ny\na\ny\n";
+    let piped = |mut c: Command| {
+        let mut child = c
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(answers.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let mut git_add = Command::new("git");
+    git_add.current_dir(&w.g).args(["add", "-p"]);
+    let theirs = piped(git_add);
+    let mut dmv_add = dmv_cmd(&w.d);
+    dmv_add.args(["add", "-p"]);
+    let ours = piped(dmv_add);
+    assert!(
+        ours.contains("(1/2) Stage this hunk [y,n,q,a,d,j,J,?]? "),
+        "{ours}"
+    );
+    assert!(ours.contains("Split into 2 hunks."), "{ours}");
+    assert!(!ours.contains("bin.dat") && !theirs.contains("bin.dat"));
+    w.agree("add -p");
+    w.both(&["commit", "-q", "-m", "chosen"]);
+    for file in ["a.txt", "b.txt", "c.txt"] {
+        assert_eq!(
+            dmv(&w.d, &["cat", &format!("HEAD:{file}")]),
+            git(&w.g, &["show", &format!("HEAD:{file}")]),
+            "{file}"
+        );
+    }
+    w.agree("the commit of what add -p chose");
+    // q stops at once, nothing more staged.
+    w.write("a.txt", &numbers);
+    let (g, d) = (w.g.clone(), w.d.clone());
+    for (dir, is_git) in [(&g, true), (&d, false)] {
+        let mut c = if is_git {
+            Command::new("git")
+        } else {
+            dmv_cmd(dir)
+        };
+        c.current_dir(dir).args(["add", "-p"]);
+        let mut child = c
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        use std::io::Write as _;
+        child.stdin.take().unwrap().write_all(b"q\n").unwrap();
+        assert!(child.wait().unwrap().success());
+    }
+    w.agree("add -p answered q");
+}

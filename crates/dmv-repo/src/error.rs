@@ -455,6 +455,13 @@ pub enum RepoError {
     /// `bisect` asked for what the bisection in progress (or its absence) does not allow.
     #[error("{0}")]
     Bisect(String),
+    /// Chosen changes were to be staged on a version of a file that is no
+    /// longer the one staged: something else staged it meanwhile.
+    #[error("{path} was staged again meanwhile: nothing of it was staged; look at it again")]
+    StagedMeanwhile {
+        /// The file.
+        path: String,
+    },
     /// A setting given a value it cannot take.
     #[error("bad value for {key}: {detail}")]
     BadSetting {

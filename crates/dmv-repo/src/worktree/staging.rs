@@ -329,6 +329,34 @@ impl Worktree<'_> {
         Ok(doomed)
     }
 
+    /// Stages `content` as the file at `path` (of `kind`) in place of the
+    /// staged version `was` (None: none was staged): `add -p`'s chosen
+    /// changes put on what was staged. Refused with nothing changed when
+    /// what is staged there is no longer `was` (another command staged it
+    /// while a person chose). The entry's stat matches no file, so status
+    /// reads the working file again.
+    pub fn stage_content(
+        &self,
+        path: &[u8],
+        kind: EntryKind,
+        content: &[u8],
+        was: Option<ObjectId>,
+    ) -> RepoResult<()> {
+        self.require_worktree()?;
+        let _wlock = self.lock_worktree()?;
+        let mut ds = self.load_dirstate()?;
+        if ds.entries.get(path).map(|e| e.id) != was {
+            return Err(RepoError::StagedMeanwhile { path: show(path) });
+        }
+        let mut session = self.store.begin_write()?;
+        let (id, size) = session.put_content(&mut std::io::Cursor::new(content))?;
+        session.finish()?;
+        drop(session);
+        ds.entries
+            .insert(path.to_vec(), DirEntry::stat_unknown(kind, id, size));
+        self.save_dirstate(&ds)
+    }
+
     /// Untracks the files at or under `specs` and, unless `cached`, deletes them.
     pub fn rm(&self, specs: &[Vec<u8>], cached: bool) -> RepoResult<Vec<Vec<u8>>> {
         self.require_worktree()?;
