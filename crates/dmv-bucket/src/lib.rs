@@ -237,6 +237,21 @@ impl Bucket {
         locations::merge(&self.conn, writer, merge)
     }
 
+    /// Writes the shared record `kind/name` (see [`SharedRecords`]).
+    pub fn put_shared_record(&self, kind: &str, name: &str, body: Vec<u8>) -> BucketResult<()> {
+        records::put(&self.conn, kind, name, body)
+    }
+
+    /// The shared record `kind/name`, if there is one.
+    pub fn shared_record(&self, kind: &str, name: &str) -> BucketResult<Option<Vec<u8>>> {
+        records::get(&self.conn, kind, name)
+    }
+
+    /// The names of the shared records of `kind`, from one listing.
+    pub fn shared_record_names(&self, kind: &str) -> BucketResult<Vec<String>> {
+        records::names(&self.conn, kind)
+    }
+
     /// The record of the browser upload `id` of owner `group` staged in
     /// the bucket (see `staging`), with its version.
     pub fn staged_record(&self, group: &str, id: &str) -> BucketResult<Option<StagedRecord>> {

@@ -164,3 +164,79 @@ pub fn locks(a: LocksArgs) -> Result<u8> {
     print(&shown, listed.you.as_deref(), a.json, None)?;
     Ok(0)
 }
+
+#[derive(Args)]
+pub struct AuditArgs {
+    /// Only events at or after DATE (`2026-11-28`, `3 days ago`, `@SECONDS`).
+    #[arg(long, value_name = "DATE")]
+    since: Option<String>,
+    /// One JSON object a line, as the log keeps them.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `dmv audit`: who pushed, locked, unlocked, broke a lock, uploaded and
+/// dropped what and when, from the audit log of the repository here (a
+/// hub's directory: the servers in front of it keep the log).
+pub fn audit(args: AuditArgs) -> Result<u8> {
+    let repo = open_repo()?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let since = match &args.since {
+        Some(text) => Some(
+            dmv_repo::parse_date(text, now)
+                .ok_or_else(|| anyhow!("--since {text:?} is not a date"))?,
+        ),
+        None => None,
+    };
+    let read = dmv_repo::read_audit(&repo.dmv, since, dmv_repo::MAX_AUDIT_READ)?;
+    let mut out = std::io::stdout().lock();
+    use std::io::Write;
+    for event in &read.events {
+        if args.json {
+            out.write_all(&event.line())?;
+            continue;
+        }
+        let mut what: Vec<String> = event
+            .refs
+            .iter()
+            .map(|r| {
+                let short = |id: &Option<String>| {
+                    id.as_deref()
+                        .map_or("(none)".to_string(), |h| h.chars().take(12).collect())
+                };
+                format!("{} {}→{}", r.name, short(&r.old), short(&r.new))
+            })
+            .collect();
+        what.extend(event.paths.iter().cloned());
+        if event.more_refs > 0 {
+            what.push(format!("and {} more refs", event.more_refs));
+        }
+        if event.more_paths > 0 {
+            what.push(format!("and {} more paths", event.more_paths));
+        }
+        what.extend(event.detail.iter().cloned());
+        writeln!(
+            out,
+            "{}  {:<10} {:<16} {}",
+            utc_time(event.time),
+            printable(&event.event),
+            printable(&event.user),
+            printable(&what.join(", "))
+        )?;
+    }
+    if read.unreadable > 0 {
+        eprintln!(
+            "warning: {} lines of the audit log are not events: passed over",
+            read.unreadable
+        );
+    }
+    if read.cut_short {
+        eprintln!(
+            "warning: only the newest {} MiB of the audit log were read: give --since for older events",
+            dmv_repo::MAX_AUDIT_READ >> 20
+        );
+    }
+    Ok(0)
+}

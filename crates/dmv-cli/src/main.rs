@@ -194,6 +194,8 @@ enum Command {
     Unlock(locks::UnlockArgs),
     /// List the locks the remote holds (who, from which replica, since when).
     Locks(locks::LocksArgs),
+    /// Who pushed, locked, unlocked, uploaded and dropped what and when, on the hub here.
+    Audit(locks::AuditArgs),
     /// Run DMV end to end on generated sample media in a temporary folder.
     Demo(demo::DemoArgs),
     /// Print the completion script of a shell: `dmv completions bash > ~/.local/share/bash-completion/completions/dmv`.
@@ -310,6 +312,7 @@ fn main() -> ExitCode {
         Command::Edit(a) => locks::edit(a),
         Command::Unlock(a) => locks::unlock(a),
         Command::Locks(a) => locks::locks(a),
+        Command::Audit(a) => locks::audit(a),
         Command::Demo(a) => demo::run(a),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "dmv", &mut std::io::stdout());

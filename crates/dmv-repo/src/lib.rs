@@ -84,6 +84,10 @@ pub use operations::stash::Stash;
 pub use operations::watch_health::{Moment, RemoteHealth, WatchHealth};
 pub use pathmap::PathMap;
 pub use ref_names::RefName;
+pub use replica::audit::{
+    append_audit, audit_dir, read_audit, AuditEvent, AuditRead, AuditRef, MAX_AUDIT_READ,
+    MAX_EVENT_LINE,
+};
 pub use replica::availability::{FileAvailability, UnderCopied};
 pub use replica::grants::{
     refuse_moves_outside_grant, Breach, GrantObjects, WriteGrant, MAX_WRITE_PATTERNS,

@@ -13,7 +13,7 @@
 //! web UI's local views of served buckets), `staging` (the
 //! files being uploaded from browsers), `bucket_uploads` (those staged in
 //! a bucket), `channel` (a blocking
-//! writer feeding an async body), `server_state` (what every request
+//! writer feeding an async body), `webhooks` (events POSTed, signed, retried), `server_state` (what every request
 //! shares), `web` (the UI's routes), `uploads` (files uploaded from
 //! browsers, in pieces, then committed) and `server` (the listener and the
 //! protocol's routes).
@@ -32,10 +32,11 @@ mod staging;
 mod tokens_file;
 mod uploads;
 mod web;
+mod webhooks;
 
 pub use server::{run, serve, MAX_HEAD_BYTES, MAX_REQUEST_BYTES};
 pub use server_config::{
-    BrowseAccess, NamedToken, ReadAccess, ServerConfig, TokenAccess, TokenEntry,
+    BrowseAccess, NamedToken, ReadAccess, ServerConfig, TokenAccess, TokenEntry, WebhookConfig,
     DEFAULT_IDLE_TIMEOUT_SECS,
 };
 pub use tokens_file::{

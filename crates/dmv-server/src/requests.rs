@@ -61,6 +61,7 @@ pub(crate) fn authorize_token(
         write: entry
             .as_ref()
             .map_or_else(dmv_repo::WriteGrant::everything, TokenEntry::write_grant),
+        events: dmv_sync::Events::default(),
     };
     if writes {
         return match access {

@@ -517,7 +517,10 @@ async fn rpc(
     };
     let cache = state.bucket_cache.clone();
     let caller = match authorize(&state, peer, &headers, verb) {
-        Ok(caller) => caller,
+        Ok(caller) => Caller {
+            events: state.webhooks.events_for(&name),
+            ..caller
+        },
         Err(refused) => return refused,
     };
     if let RepoPlace::Sealed { .. } = place {

@@ -174,6 +174,80 @@ pub struct ServerConfig {
     /// are believed (the client's address and whether it came over HTTPS).
     #[serde(default)]
     pub trusted_proxies: Vec<std::net::IpAddr>,
+    /// Where each event (push, lock, unlock, upload, drop) is POSTed, signed.
+    #[serde(default)]
+    pub webhooks: Vec<WebhookConfig>,
+}
+
+/// The events a webhook may ask for (`unlock` brings broken locks too).
+pub const WEBHOOK_EVENTS: &[&str] = &["push", "lock", "unlock", "break-lock", "upload", "drop"];
+/// Webhooks one server sends to at most.
+pub const MAX_WEBHOOKS: usize = 16;
+/// A webhook's URL and secret are at most this long.
+pub const MAX_WEBHOOK_FIELD: usize = 1024;
+
+/// One `[[webhooks]]` entry: where events go, the secret that signs them,
+/// and which events (all by default).
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookConfig {
+    /// `http://` or `https://`.
+    pub url: String,
+    /// The key of each body's HMAC-SHA256 (`X-DMV-Signature-256`).
+    pub secret: String,
+    /// The events sent (default: every one).
+    #[serde(default)]
+    pub events: Option<Vec<String>>,
+}
+
+// The secret never reaches a log or an error.
+impl std::fmt::Debug for WebhookConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookConfig")
+            .field("url", &self.url)
+            .field("events", &self.events)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WebhookConfig {
+    /// Whether events of `kind` go to this webhook.
+    pub fn wants(&self, kind: &str) -> bool {
+        self.events.as_ref().is_none_or(|events| {
+            events
+                .iter()
+                .any(|e| e == kind || (e == "unlock" && kind == "break-lock"))
+        })
+    }
+
+    /// Why this entry cannot be used, if it cannot.
+    fn problem(&self) -> Option<String> {
+        let url = &self.url;
+        if !(url.starts_with("http://") || url.starts_with("https://"))
+            || url.len() > MAX_WEBHOOK_FIELD
+            || url.chars().any(|c| c.is_control() || c == ' ')
+        {
+            return Some(format!(
+                "url {:?} is not an http:// or https:// URL of at most {MAX_WEBHOOK_FIELD} bytes",
+                url.chars().take(80).collect::<String>()
+            ));
+        }
+        if self.secret.is_empty() || self.secret.len() > MAX_WEBHOOK_FIELD {
+            return Some(format!("its secret must be 1 to {MAX_WEBHOOK_FIELD} bytes"));
+        }
+        let unknown = self
+            .events
+            .iter()
+            .flatten()
+            .find(|e| !WEBHOOK_EVENTS.contains(&e.as_str()));
+        unknown.map(|e| {
+            format!(
+                "unknown event {:?} (known: {})",
+                e.chars().take(40).collect::<String>(),
+                WEBHOOK_EVENTS.join(", ")
+            )
+        })
+    }
 }
 
 /// Where a served repository is.
@@ -338,6 +412,14 @@ impl ServerConfig {
         if config.repos.is_empty() {
             return refuse("no [repos] to serve".into());
         }
+        if config.webhooks.len() > MAX_WEBHOOKS {
+            return refuse(format!("more than {MAX_WEBHOOKS} [[webhooks]]"));
+        }
+        for (i, hook) in config.webhooks.iter().enumerate() {
+            if let Some(problem) = hook.problem() {
+                return refuse(format!("[[webhooks]] number {}: {problem}", i + 1));
+            }
+        }
         for (token, entry) in &config.tokens {
             if let TokenEntry::Named(t) = entry {
                 let fields = [
@@ -448,6 +530,7 @@ impl ServerConfig {
             sessions: None,
             upload_bytes_per_user: None,
             trusted_proxies: Vec::new(),
+            webhooks: Vec::new(),
         })
     }
 

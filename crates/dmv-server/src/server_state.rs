@@ -13,6 +13,7 @@ use crate::bucket_views::BucketViews;
 use crate::server_config::ServerConfig;
 use crate::sessions::{GuessRation, SessionPlace, Sessions};
 use crate::staging::StagedUploads;
+use crate::webhooks::Webhooks;
 
 /// Bytes of request bodies held in memory at once, over all connections:
 /// past it a request is answered 503 rather than the server growing.
@@ -41,6 +42,8 @@ pub(crate) struct ServerState {
     pub staged: StagedUploads,
     /// Waits for news held open, per caller.
     pub waits: Waits,
+    /// Where events are POSTed, and what became of each delivery.
+    pub webhooks: Webhooks,
 }
 
 /// How many waits for news each caller holds open (see [`WAITS_PER_CALLER`]).
@@ -91,6 +94,7 @@ impl ServerState {
         let sessions = Sessions::new(logins, config.session_lifetime());
         let bucket_cache = Arc::new(dmv_os::process_temp_dir("dmv-serve-buckets")?);
         Ok(ServerState {
+            webhooks: Webhooks::new(config.webhooks.clone()),
             config,
             sessions,
             guesses: GuessRation::default(),

@@ -106,6 +106,7 @@ fn writer(
             user: viewer.user,
             admin: viewer.admin,
             write: write_grant_of(state, headers),
+            events: dmv_sync::Events::default(),
         },
         owner,
     ))
@@ -356,7 +357,13 @@ async fn commit_uploads(
     Json(req): Json<CommitRequest>,
 ) -> Response {
     let (caller, owner) = match writer(&state, peer, &headers) {
-        Ok(c) => c,
+        Ok((caller, owner)) => (
+            Caller {
+                events: state.webhooks.events_for(&repo),
+                ..caller
+            },
+            owner,
+        ),
         Err(refused) => return refused,
     };
     let target = match target_of(&state, &repo) {

@@ -61,6 +61,72 @@ pub(crate) fn routes() -> Router<Shared> {
         .route("/{repo}/", get(repo_home))
         .route("/{repo}/{*rest}", get(page))
         .route("/{repo}/locks/{action}", post(change_lock))
+        .route("/{repo}/audit", get(audit))
+}
+
+/// `/{repo}/audit`: the repository's audit log and the server's last
+/// webhook deliveries, for admins (others get 403 before anything is read).
+async fn audit(
+    State(state): State<Shared>,
+    Extension(peer): Extension<Peer>,
+    UrlPath(name): UrlPath<String>,
+    headers: HeaderMap,
+) -> Response {
+    let viewer = match viewer(&state, peer, &headers) {
+        Ok(v) => v,
+        Err(refused) => return refused,
+    };
+    if !viewer.admin {
+        return html_reply(dmv_web::audit_page(&name, &viewer, Err(""), &[]));
+    }
+    let deliveries: Vec<dmv_web::DeliveryRow> = state
+        .webhooks
+        .deliveries()
+        .into_iter()
+        .map(|d| dmv_web::DeliveryRow {
+            event: d.event,
+            url: d.url,
+            status: d.status,
+            tries: d.tries,
+            time: d.time,
+        })
+        .collect();
+    let source = match source_of(&state, &name) {
+        Ok(source) => source,
+        Err(refused) => return refused,
+    };
+    let read = tokio::task::spawn_blocking(move || match source {
+        Source::Dir(dir) => Repository::open(&dir)
+            .map_err(|e| e.to_string())
+            .and_then(|repo| {
+                dmv_repo::read_audit(&repo.dmv, None, dmv_repo::MAX_AUDIT_READ)
+                    .map_err(|e| e.to_string())
+            }),
+        Source::Bucket(place) => place.connect().and_then(|bucket| {
+            dmv_sync::read_bucket_audit(bucket.bucket(), None).map_err(|e| e.to_string())
+        }),
+    })
+    .await
+    .unwrap_or_else(|_| Err("the audit log could not be read".into()));
+    let reply = dmv_web::audit_page(
+        &name,
+        &viewer,
+        read.as_ref().map_err(String::as_str),
+        &deliveries,
+    );
+    html_reply(reply)
+}
+
+/// A page's answer (the audit page is only ever HTML).
+fn html_reply(reply: Reply) -> Response {
+    match reply {
+        Reply::Html { status, body } => (
+            StatusCode::from_u16(status).unwrap_or(StatusCode::OK),
+            Html(body),
+        )
+            .into_response(),
+        _ => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    }
 }
 
 /// The headers every answer of the server carries (file content adds its own policy first).

@@ -89,11 +89,16 @@ pub use protocol::objects::TransferStats;
 pub use protocol::SEALED_HUB_HEADER;
 #[cfg(feature = "s3")]
 pub use serving::relay::handle_relayed;
+#[cfg(feature = "s3")]
+pub use serving::audit::read_bucket_audit;
+pub use serving::audit::{EventSink, Events};
 pub use serving::serve::{handle_request, serve_stdio, Caller};
 pub use serving::upload::{commit_uploaded, UploadCommit, Uploaded, UploadedFile};
 #[cfg(feature = "s3")]
 pub use transport::bucket_remote::BucketRemote;
 pub use transport::client::Client;
+#[cfg(feature = "http")]
+pub use transport::http_client::post_once;
 pub use transport::memory_remote::{MemoryRemote, Traffic};
 pub use transport::remote::{
     KeepsCopies, KeepsPathLocks, ObjectProducer, PathLocks, Received, Remote, RemoteRefs,

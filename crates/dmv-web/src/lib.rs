@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 mod assets;
+mod audit_page;
 mod flights;
 mod home;
 mod markdown;
@@ -23,6 +24,7 @@ mod upload_page;
 mod urls;
 mod words;
 
+pub use audit_page::{audit_page, DeliveryRow};
 pub use assets::{icon_png, APP_SCRIPT, ICON_SVG, MANIFEST, SERVICE_WORKER};
 pub use dmv_media::{largest_embedded_jpeg, EmbeddedJpeg};
 pub use media::{content_type_of, data_here, media_of, Bring, ContentType, Media};

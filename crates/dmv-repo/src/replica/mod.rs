@@ -4,8 +4,9 @@
 //!
 //! Read bottom up: `locations`,
 //! `location_journal`, `location_claims`, `location_file`, `availability`, `retention`,
-//! `locks`, `grants`.
+//! `locks`, `grants`, `audit` (who did what on a served repository).
 
+pub(crate) mod audit;
 pub(crate) mod availability;
 pub(crate) mod grants;
 pub(crate) mod location_claims;

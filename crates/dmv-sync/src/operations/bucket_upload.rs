@@ -9,11 +9,13 @@ use dmv_repo::{now_ns, LocationLog, Repository, Silent, Stamp};
 use crate::operations::receive::fetch_objects;
 use crate::operations::send::{find_missing, upload};
 use crate::protocol::WireRefUpdate;
+use crate::serving::audit::record_in_bucket;
 use crate::serving::relay::{
     refuse_changes_to_others_locks, refuse_unholdable_paths, refuse_writes_outside_grant,
 };
 use crate::serving::upload::{
-    checked, commit_on, kept_moving, store_files, unchanged, UploadCommit, Uploaded, TRIES,
+    checked, commit_on, kept_moving, store_files, unchanged, upload_event, UploadCommit, Uploaded,
+    TRIES,
 };
 use crate::transport::bucket_remote::BucketRemote;
 use crate::transport::remote::Remote;
@@ -75,6 +77,8 @@ pub fn commit_uploaded_to_bucket(
         });
         match moved {
             Ok(()) => {
+                let event = upload_event(caller, up, &folder, &branch, head, id);
+                record_in_bucket(bucket.bucket(), &caller.events, event);
                 record_held_by_bucket(bucket, &missing.files)?;
                 return Ok(Uploaded {
                     commit: id,

@@ -4,8 +4,9 @@
 //! and a repository answering in the same process as a remote
 //! (`in_process`).
 //!
-//! Read bottom up: `serve`, `relay`, `upload`, `in_process`.
+//! Read bottom up: `audit` (what servers record of what they decided), `serve`, `relay`, `upload`, `in_process`.
 
+pub(crate) mod audit;
 pub(crate) mod in_process;
 #[cfg(feature = "s3")]
 pub(crate) mod relay;

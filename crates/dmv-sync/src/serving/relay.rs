@@ -27,9 +27,10 @@ use dmv_repo::{
 use crate::protocol::frame::{Frame, FrameReader, FrameWriter};
 use crate::protocol::objects::ref_may_hold;
 use crate::protocol::{Request, Response, WireRefUpdate, LOCATIONS_PER_PIECE, MAX_IDS_PER_REQUEST};
+use crate::serving::audit::{audit_ref, record_in_bucket};
 use crate::serving::serve::{
-    answer_as_allowed, caller_name, io_lost, refuse_locks_outside_grant, server_version, Caller,
-    MAX_CONTENT_LOCK_SECONDS,
+    answer_as_allowed, caller_label, caller_name, drop_detail, io_lost, path_event,
+    refuse_locks_outside_grant, server_version, Caller, MAX_CONTENT_LOCK_SECONDS,
 };
 use crate::transport::bucket_remote::BucketRemote;
 use crate::transport::remote::{Received, Remote};
@@ -129,6 +130,10 @@ fn answer<R: Read, W: Write>(
                     }
                 }
             }
+            let refs: Vec<_> = updates
+                .iter()
+                .map(|u| audit_ref(&u.name, u.old, u.new))
+                .collect();
             // The check against the locks and the swap are one announced move
             // (an empty update only asks whether this client may push).
             let moved = match updates.is_empty() {
@@ -142,7 +147,13 @@ fn answer<R: Read, W: Write>(
                 }),
             };
             match moved {
-                Ok(()) => Response::RefsUpdated,
+                Ok(()) if refs.is_empty() => Response::RefsUpdated,
+                Ok(()) => {
+                    let mut event = dmv_repo::AuditEvent::new("push", caller_label(caller));
+                    event.refs = refs;
+                    record_in_bucket(bucket.bucket(), &caller.events, event);
+                    Response::RefsUpdated
+                }
                 Err(SyncError::Rejected { name, found }) => Response::Rejected { name, found },
                 Err(e) => return Err(e),
             }
@@ -198,6 +209,9 @@ fn answer<R: Read, W: Write>(
                 return Err(SyncError::Refused(Refusal::DropNeedsAdmin));
             }
             let (freed_bytes, locked) = bucket.copies()?.drop_content(&ids)?;
+            let mut event = dmv_repo::AuditEvent::new("drop", caller_label(caller));
+            event.detail = Some(drop_detail(ids.len(), freed_bytes));
+            record_in_bucket(bucket.bucket(), &caller.events, event);
             Response::ContentDropped {
                 freed_bytes,
                 locked,
@@ -207,6 +221,11 @@ fn answer<R: Read, W: Write>(
             let user = caller_name(caller)?;
             refuse_locks_outside_grant(caller, &paths)?;
             let taken = bucket.path_locks()?.lock_paths(&paths, &replica, user)?;
+            record_in_bucket(
+                bucket.bucket(),
+                &caller.events,
+                path_event("lock", user, paths),
+            );
             Response::PathLocks {
                 you: caller.user.clone(),
                 locks: taken.locks,
@@ -218,6 +237,12 @@ fn answer<R: Read, W: Write>(
                 return Err(SyncError::Refused(Refusal::BreakingLocksNeedsAdmin));
             }
             let released = bucket.path_locks()?.unlock_paths(&paths, force, user)?;
+            let kind = if force { "break-lock" } else { "unlock" };
+            record_in_bucket(
+                bucket.bucket(),
+                &caller.events,
+                path_event(kind, user, paths),
+            );
             Response::PathLocks {
                 you: caller.user.clone(),
                 locks: released.locks,

@@ -11,8 +11,8 @@ use dmv_repo::store::object::{Commit, Tag, TreeNode};
 use dmv_repo::store::{ObjectId, ObjectKind, WriteSession};
 use dmv_repo::{
     check_object, refuse_moves_outside_grant, refuse_moves_over_locks, stored_facts,
-    validate_ref_name, GrantObjects, Head, ObjectFacts, RefMove, RefUpdate, RepoError, RepoResult,
-    Repository, WriteGrant,
+    validate_ref_name, AuditEvent, GrantObjects, Head, ObjectFacts, RefMove, RefUpdate, RepoError,
+    RepoResult, Repository, WriteGrant,
 };
 
 use crate::protocol::frame::{decode_message, Frame, FrameReader, FrameWriter};
@@ -21,6 +21,7 @@ use crate::protocol::objects::ref_may_hold;
 use crate::protocol::{
     refs_digest, Request, Response, WireClaim, WireRefUpdate, LOCATIONS_PER_PIECE, VERSION,
 };
+use crate::serving::audit::{audit_ref, record_in_dir, Events};
 use crate::TransportError;
 use crate::{Refusal, SyncError, SyncResult, Violation};
 use dmv_repo::ref_names::{BRANCHES, REMOTE_BRANCHES, TAGS};
@@ -45,6 +46,8 @@ pub struct Caller {
     /// The paths the caller may change (everything, by default): a push,
     /// an upload or a lock reaching past them is refused, naming the path.
     pub write: WriteGrant,
+    /// Where the server hears of what this caller did (besides the audit log).
+    pub events: Events,
 }
 
 impl Caller {
@@ -70,6 +73,7 @@ impl Caller {
                 user: Some(user),
                 admin,
                 write: WriteGrant::everything(),
+                events: Events::default(),
             }
         }
         // Windows: files' owners are not at hand here; who can write the
@@ -84,6 +88,7 @@ impl Caller {
                 user,
                 admin,
                 write: WriteGrant::everything(),
+                events: Events::default(),
             }
         }
     }
@@ -362,7 +367,16 @@ fn answer<R: Read, W: Write>(
             who,
             message,
         } => {
+            let moved: Vec<_> = updates
+                .iter()
+                .map(|u| audit_ref(&u.name, u.old, u.new))
+                .collect();
             let response = update_refs(repo, caller, updates, &who, &message)?;
+            if matches!(response, Response::RefsUpdated) && !moved.is_empty() {
+                let mut event = AuditEvent::new("push", caller_label(caller));
+                event.refs = moved;
+                record_in_dir(repo, &caller.events, event);
+            }
             out.message(&response).map_err(io_lost)?;
             repo.tidy_store();
         }
@@ -420,6 +434,9 @@ fn answer<R: Read, W: Write>(
                 return Err(SyncError::Refused(Refusal::DropNeedsAdmin));
             }
             let dropped = repo.copies().drop_data(&ids)?;
+            let mut event = AuditEvent::new("drop", caller_label(caller));
+            event.detail = Some(drop_detail(ids.len(), dropped.freed_bytes));
+            record_in_dir(repo, &caller.events, event);
             out.message(&Response::ContentDropped {
                 freed_bytes: dropped.freed_bytes,
                 locked: dropped.locked,
@@ -432,6 +449,8 @@ fn answer<R: Read, W: Write>(
             let mut held = repo.locks().hold_locks()?;
             let taken = held.table.lock(&paths, user, &replica, unix_now())?;
             held.save()?;
+            drop(held);
+            record_in_dir(repo, &caller.events, path_event("lock", user, paths));
             out.message(&Response::PathLocks {
                 you: caller.user.clone(),
                 locks: taken,
@@ -446,6 +465,9 @@ fn answer<R: Read, W: Write>(
             let mut held = repo.locks().hold_locks()?;
             let released = held.table.unlock(&paths, user, force)?;
             held.save()?;
+            drop(held);
+            let kind = if force { "break-lock" } else { "unlock" };
+            record_in_dir(repo, &caller.events, path_event(kind, user, paths));
             out.message(&Response::PathLocks {
                 you: caller.user.clone(),
                 locks: released,
@@ -564,6 +586,24 @@ fn receive_locations<R: Read>(repo: &Repository, input: &mut FrameReader<R>) -> 
     }
     run.merge_or_note(repo)?;
     Ok(())
+}
+
+/// Who the audit log says did something: the caller's user, else what it is.
+pub(crate) fn caller_label(caller: &Caller) -> &str {
+    caller.user.as_deref().unwrap_or("(a token naming no user)")
+}
+
+/// An event naming `paths`.
+pub(crate) fn path_event(kind: &str, user: &str, paths: Vec<String>) -> AuditEvent {
+    AuditEvent {
+        paths,
+        ..AuditEvent::new(kind, user)
+    }
+}
+
+/// What a drop's event says of it.
+pub(crate) fn drop_detail(ids: usize, freed_bytes: u64) -> String {
+    format!("{ids} versions asked, {freed_bytes} bytes freed")
 }
 
 pub(crate) fn caller_name(caller: &Caller) -> SyncResult<&str> {

@@ -16,7 +16,8 @@ use dmv_repo::tree::{lookup, put_in_folder, valid_entry_name, MAX_PATH_BYTES};
 use dmv_repo::{RepoError, Repository};
 
 use crate::protocol::{Response, WireRefUpdate};
-use crate::serving::serve::update_refs;
+use crate::serving::audit::{audit_ref, record_in_dir};
+use crate::serving::serve::{caller_label, update_refs};
 use crate::{Caller, Refusal, SyncError, SyncResult};
 
 /// A file that arrived whole, waiting on disk to be committed.
@@ -86,6 +87,11 @@ pub fn commit_uploaded(
         };
         match update_refs(repo, caller, vec![update], who, "upload")? {
             Response::RefsUpdated => {
+                record_in_dir(
+                    repo,
+                    &caller.events,
+                    upload_event(caller, up, &folder, &branch, head, id),
+                );
                 let ids: Vec<ObjectId> = entries.iter().map(|e| e.id).collect();
                 repo.copies()
                     .record_locations(&ids, repo.copies().replica_id()?, true)?;
@@ -99,6 +105,28 @@ pub fn commit_uploaded(
         }
     }
     Err(kept_moving(up))
+}
+
+/// The audit log's event of an upload that moved `branch` from `old` to `new`.
+pub(crate) fn upload_event(
+    caller: &Caller,
+    up: &UploadCommit<'_>,
+    folder: &str,
+    branch: &str,
+    old: Option<ObjectId>,
+    new: ObjectId,
+) -> dmv_repo::AuditEvent {
+    let mut event = dmv_repo::AuditEvent::new("upload", caller_label(caller));
+    event.refs = vec![audit_ref(branch, old, Some(new))];
+    event.paths = up
+        .files
+        .iter()
+        .map(|f| match folder.is_empty() {
+            true => f.name.clone(),
+            false => format!("{folder}/{}", f.name),
+        })
+        .collect();
+    event
 }
 
 pub(crate) fn unchanged(head: Option<ObjectId>) -> Uploaded {

@@ -452,3 +452,37 @@ impl Wire for HttpWire {
         ))))
     }
 }
+
+/// POSTs `body` to `url` (`http://` or `https://`, trusting what a remote
+/// trusts) with `headers`, once, within `timeout`; the answer's status, or
+/// why there was none. What a server's webhooks send their events with.
+pub fn post_once(
+    url: &str,
+    headers: &[(&str, String)],
+    body: Vec<u8>,
+    timeout: Duration,
+) -> Result<u16, String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let client = reqwest::Client::builder()
+        .connect_timeout(timeout)
+        .timeout(timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("dmv/", env!("CARGO_PKG_VERSION")))
+        .tls_backend_preconfigured(tls_config()?)
+        .build()
+        .map_err(|e| root_cause(&e))?;
+    let mut request = client.post(url).body(body);
+    for (name, value) in headers {
+        request = request.header(*name, value.as_str());
+    }
+    runtime.block_on(async move {
+        request
+            .send()
+            .await
+            .map(|r| r.status().as_u16())
+            .map_err(|e| connect_detail(&e))
+    })
+}

@@ -1,0 +1,289 @@
+//! The audit log and webhooks (docs/server.md, "Audit log and webhooks"):
+//! a push, a lock and a broken lock through `dmv serve` are recorded in the
+//! hub's `.dmv/audit/`, read back with `dmv audit` and on the admin's
+//! audit page (403 for others), and POSTed to a webhook, a real HTTP
+//! server started here that answers 500 the first time and 200 after:
+//! the signature is GitHub's (HMAC-SHA256 of the body with the secret),
+//! the JSON names the repository, the user and the refs, and the push's
+//! delivery is tried again after its 500.
+
+mod common;
+use common::remote::commit_all;
+use common::servers::{http, HttpServer};
+use common::*;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use hmac::{KeyInit, Mac};
+
+/// A request the receiver got: its headers (names lowercased) and body.
+#[derive(Clone, Debug)]
+struct Got {
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Got {
+    fn header(&self, name: &str) -> &str {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or("", |(_, v)| v.as_str())
+    }
+}
+
+/// A tiny HTTP server: records each request, answers 500 to the first and 200 after.
+fn receiver() -> (u16, Arc<Mutex<Vec<Got>>>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let kept = got.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut headers = Vec::new();
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            loop {
+                line.clear();
+                if reader.read_line(&mut line).unwrap() == 0 || line.trim().is_empty() {
+                    break;
+                }
+                if let Some((n, v)) = line.trim().split_once(':') {
+                    headers.push((n.trim().to_ascii_lowercase(), v.trim().to_string()));
+                }
+            }
+            let len: usize = headers
+                .iter()
+                .find(|(n, _)| n == "content-length")
+                .map_or(0, |(_, v)| v.parse().unwrap());
+            let mut body = vec![0; len];
+            reader.read_exact(&mut body).unwrap();
+            let first = {
+                let mut got = kept.lock().unwrap();
+                got.push(Got { headers, body });
+                got.len() == 1
+            };
+            let status = if first {
+                "500 Internal Server Error"
+            } else {
+                "200 OK"
+            };
+            let mut stream = stream;
+            let _ = stream.write_all(
+                format!("HTTP/1.1 {status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                    .as_bytes(),
+            );
+        }
+    });
+    (port, got)
+}
+
+fn run_ok(dir: &Path, args: &[&str]) -> String {
+    let out = dmv_cmd(dir)
+        .env_remove("DMV_TOKEN")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "dmv {args:?}: {}", stderr(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn pushes_and_locks_are_audited_and_sent_to_webhooks_signed_and_retried() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let (port, got) = receiver();
+    let hub = t.join("hub");
+    run_ok(t, &["init", "--bare", hub.to_str().unwrap()]);
+    let config = format!(
+        "[repos]\nhub = {:?}\n[tokens]\n\"tok-lead\" = {{ access = \"admin\", user = \"lead\" }}\n\"tok-artist\" = {{ access = \"write\", user = \"artist\" }}\n[[webhooks]]\nurl = \"http://127.0.0.1:{port}/hook\"\nsecret = \"s3cret\"\nevents = [\"push\", \"unlock\"]\n",
+        hub.to_str().unwrap()
+    );
+    let server = HttpServer::start(&config, t, 0);
+    let url = server.url("hub");
+
+    let lead = t.join("lead");
+    run_ok(t, &["init", lead.to_str().unwrap()]);
+    std::fs::create_dir_all(lead.join("art")).unwrap();
+    std::fs::write(lead.join("art/hero.psd"), "hero v1").unwrap();
+    commit_all(&lead, "seed");
+    run_ok(
+        &lead,
+        &["remote", "add", "origin", &url, "--token", "tok-lead"],
+    );
+    run_ok(&lead, &["push", "origin", "main"]);
+    let tip = run_ok(&lead, &["rev-parse", "HEAD"]).trim().to_string();
+
+    let artist = t.join("artist");
+    run_ok(
+        t,
+        &[
+            "clone",
+            "--token",
+            "tok-artist",
+            &url,
+            artist.to_str().unwrap(),
+        ],
+    );
+    run_ok(&artist, &["lock", "art/hero.psd"]);
+    run_ok(&lead, &["unlock", "--force", "art/hero.psd"]);
+
+    // The hub's log, as `dmv audit` reads it.
+    let lines = run_ok(&hub, &["audit", "--json"]);
+    let events: Vec<serde_json::Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds: Vec<(&str, &str)> = events
+        .iter()
+        .map(|e| (e["event"].as_str().unwrap(), e["user"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [("push", "lead"), ("lock", "artist"), ("break-lock", "lead")],
+        "{lines}"
+    );
+    assert_eq!(events[0]["refs"][0]["name"], "refs/heads/main");
+    assert_eq!(events[0]["refs"][0]["old"], serde_json::Value::Null);
+    assert_eq!(events[0]["refs"][0]["new"], tip.as_str());
+    assert_eq!(events[1]["paths"][0], "art/hero.psd");
+    let text = run_ok(&hub, &["audit"]);
+    assert!(
+        text.contains("break-lock") && text.contains("art/hero.psd"),
+        "{text}"
+    );
+    let none = run_ok(&hub, &["audit", "--since", "@99999999999", "--json"]);
+    assert_eq!(none, "");
+    assert!(
+        std::fs::read_dir(hub.join(".dmv/audit")).is_ok()
+            || std::fs::read_dir(hub.join("audit")).is_ok()
+    );
+
+    // The push's delivery: 500 first, then again after its backoff; the
+    // broken lock's too ("unlock" asks for it); the lock's not.
+    let start = Instant::now();
+    let seen = loop {
+        let seen = got.lock().unwrap().clone();
+        if seen.len() >= 3 || start.elapsed() > Duration::from_secs(30) {
+            break seen;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    let pushes: Vec<&Got> = seen
+        .iter()
+        .filter(|g| g.header("x-dmv-event") == "push")
+        .collect();
+    assert_eq!(pushes.len(), 2, "tried again after the 500: {seen:?}");
+    assert_eq!(pushes[0].body, pushes[1].body);
+    assert_eq!(
+        pushes[0].header("x-dmv-delivery"),
+        pushes[1].header("x-dmv-delivery")
+    );
+    for g in &seen {
+        let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(b"s3cret").unwrap();
+        mac.update(&g.body);
+        let hex: String = mac
+            .finalize()
+            .into_bytes()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(g.header("x-dmv-signature-256"), format!("sha256={hex}"));
+        assert_eq!(g.header("content-type"), "application/json");
+    }
+    let push: serde_json::Value = serde_json::from_slice(&pushes[0].body).unwrap();
+    assert_eq!(push["repository"], "hub");
+    assert_eq!(push["user"], "lead");
+    assert_eq!(push["refs"][0]["new"], tip.as_str());
+    let broke: serde_json::Value = serde_json::from_slice(
+        &seen
+            .iter()
+            .find(|g| g.header("x-dmv-event") == "break-lock")
+            .unwrap()
+            .body,
+    )
+    .unwrap();
+    assert_eq!(broke["paths"][0], "art/hero.psd");
+    assert!(!String::from_utf8_lossy(&pushes[0].body).contains("s3cret"));
+
+    // The audit page: admins only, with the deliveries.
+    let (code, _, _) = http(
+        server.port,
+        "GET",
+        "/hub/audit",
+        &[("Authorization", "Bearer tok-artist")],
+        b"",
+    );
+    assert_eq!(code, 403);
+    let (code, _, page) = http(
+        server.port,
+        "GET",
+        "/hub/audit",
+        &[("Authorization", "Bearer tok-lead")],
+        b"",
+    );
+    assert_eq!(code, 200, "{page}");
+    assert!(
+        page.contains("break-lock") && page.contains("art/hero.psd"),
+        "{page}"
+    );
+    assert!(
+        page.contains("Webhook deliveries") && page.contains("/hook"),
+        "{page}"
+    );
+    assert!(!page.contains("s3cret"));
+}
+
+#[test]
+fn a_webhook_that_is_not_valid_stops_the_server_with_one_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let hub = t.join("hub");
+    run_ok(t, &["init", "--bare", hub.to_str().unwrap()]);
+    for (hook, says) in [
+        ("url = \"ftp://x\"\nsecret = \"s\"", "not an http"),
+        ("url = \"http://x\"\nsecret = \"\"", "secret"),
+        (
+            "url = \"http://x\"\nsecret = \"s\"\nevents = [\"pushh\"]",
+            "unknown event",
+        ),
+    ] {
+        let config = t.join("server.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[repos]\nhub = {:?}\n[[webhooks]]\n{hook}\n",
+                hub.to_str().unwrap()
+            ),
+        )
+        .unwrap();
+        let out = dmv_cmd(t)
+            .args([
+                "serve",
+                "--config",
+                config.to_str().unwrap(),
+                "--listen",
+                "127.0.0.1:0",
+            ])
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert!(!out.status.success());
+        assert!(err.contains(says) && err.contains("webhooks"), "{err}");
+        assert!(!err.contains("\"s\""), "{err}");
+        assert_eq!(
+            err.trim()
+                .lines()
+                .filter(|l| !l.contains("warning"))
+                .count(),
+            1,
+            "{err}"
+        );
+    }
+}
