@@ -88,10 +88,10 @@ pub use protocol::frame::{decode_message, Frame, FrameReader, FrameWriter};
 pub use protocol::objects::TransferStats;
 pub use protocol::SEALED_HUB_HEADER;
 #[cfg(feature = "s3")]
-pub use serving::relay::handle_relayed;
-#[cfg(feature = "s3")]
 pub use serving::audit::read_bucket_audit;
 pub use serving::audit::{EventSink, Events};
+#[cfg(feature = "s3")]
+pub use serving::relay::handle_relayed;
 pub use serving::serve::{handle_request, serve_stdio, Caller};
 pub use serving::upload::{commit_uploaded, UploadCommit, Uploaded, UploadedFile};
 #[cfg(feature = "s3")]

@@ -24,8 +24,8 @@ mod upload_page;
 mod urls;
 mod words;
 
-pub use audit_page::{audit_page, DeliveryRow};
 pub use assets::{icon_png, APP_SCRIPT, ICON_SVG, MANIFEST, SERVICE_WORKER};
+pub use audit_page::{audit_page, DeliveryRow};
 pub use dmv_media::{largest_embedded_jpeg, EmbeddedJpeg};
 pub use media::{content_type_of, data_here, media_of, Bring, ContentType, Media};
 pub use pages::{
