@@ -328,8 +328,8 @@ pub fn run(a: DemoArgs) -> Result<u8> {
     day.run("laptop", &["fsck"], false)?;
 
     println!("\nDone in {:.1} s.", started.elapsed().as_secs_f64());
-    println!("Web UI: {url}/hub/   (log in with the token {})", day.token);
     if a.keep {
+        println!("Web UI: {url}/hub/   (log in with the token {})", day.token);
         println!(
             "Replicas: {}/{{laptop,hub,phone}}. Left running: Ctrl-C ends the server{}.",
             root.display(),
@@ -348,6 +348,9 @@ pub fn run(a: DemoArgs) -> Result<u8> {
             std::thread::sleep(std::time::Duration::from_millis(200));
         }
         println!("Stopped.");
+    } else {
+        // The server stops as the demo ends: no address that leads nowhere.
+        println!("To browse the hub in the web UI, run it with --keep.");
     }
     Ok(0)
 }
