@@ -6,14 +6,17 @@
 //! [`EventSink`] the server configured (dmv-server's webhooks). A failure
 //! to record never undoes what was done: it is told to the sink.
 
+#[cfg(feature = "s3")]
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use dmv_repo::store::ObjectId;
-use dmv_repo::{append_audit, AuditEvent, AuditRead, AuditRef, Repository, MAX_AUDIT_READ};
+use dmv_repo::{append_audit, AuditEvent, AuditRef, Repository};
 
 #[cfg(feature = "s3")]
 use dmv_bucket::{Bucket, MAX_RECORD_SIZE};
+#[cfg(feature = "s3")]
+use dmv_repo::{AuditRead, MAX_AUDIT_READ};
 
 /// Where a server hears of each event as it is recorded.
 pub trait EventSink: Send + Sync {
