@@ -286,20 +286,25 @@ pub(crate) fn refuse_changes_to_others_locks(
         .into_iter()
         .filter(|(name, _)| name.starts_with(BRANCHES))
         .collect();
-    let moves: Vec<RefMove<'_>> = updates
-        .iter()
-        .map(|u| RefMove {
-            name: &u.name,
-            old: u.old,
-            new: u.new,
-        })
-        .collect();
+    let moves = moves_of(updates);
     refuse_moves_over_locks(
         &moves,
         &branches,
         &others,
         &mut |commit: &ObjectId, path: &str| entry_at(bucket, commit, path),
     )
+}
+
+/// The ref moves `updates` ask for, as the lock and grant rules read them.
+fn moves_of(updates: &[WireRefUpdate]) -> Vec<RefMove<'_>> {
+    updates
+        .iter()
+        .map(|u| RefMove {
+            name: &u.name,
+            old: u.old,
+            new: u.new,
+        })
+        .collect()
 }
 
 /// Refuses ref updates that change a path outside the caller's write
@@ -319,14 +324,7 @@ pub(crate) fn refuse_writes_outside_grant(
         .into_iter()
         .map(|(_, id)| id)
         .collect();
-    let moves: Vec<RefMove<'_>> = updates
-        .iter()
-        .map(|u| RefMove {
-            name: &u.name,
-            old: u.old,
-            new: u.new,
-        })
-        .collect();
+    let moves = moves_of(updates);
     let objects = BucketObjects(std::cell::RefCell::new(bucket));
     match refuse_moves_outside_grant(&caller.write, &moves, &tips, &objects)? {
         Some(breach) => Err(SyncError::Refused(Refusal::OutsideWriteGrant {

@@ -714,6 +714,18 @@ fn refuse_unholdable_paths(repo: &Repository, batch: &[RefUpdate]) -> SyncResult
         })
 }
 
+/// The ref moves `batch` makes, as the lock and grant rules read them.
+fn moves_of(batch: &[RefUpdate]) -> Vec<RefMove<'_>> {
+    batch
+        .iter()
+        .map(|u| RefMove {
+            name: &u.name,
+            old: u.expected.flatten(),
+            new: u.new,
+        })
+        .collect()
+}
+
 /// Refuses a push that would leave a branch holding another version of a
 /// path someone other than the caller holds (`refuse_moves_over_locks`:
 /// the old tip against the new one, whatever the commits between did),
@@ -730,14 +742,7 @@ fn refuse_changes_to_others_locks(
         return Ok(());
     }
     let branches = repo.refs.list(BRANCHES)?;
-    let moves: Vec<RefMove<'_>> = batch
-        .iter()
-        .map(|u| RefMove {
-            name: &u.name,
-            old: u.expected.flatten(),
-            new: u.new,
-        })
-        .collect();
+    let moves = moves_of(batch);
     refuse_moves_over_locks(
         &moves,
         &branches,
@@ -789,14 +794,7 @@ fn refuse_writes_outside_grant(
     for prefix in [BRANCHES, TAGS, REMOTE_BRANCHES] {
         tips.extend(repo.refs.list(prefix)?.into_iter().map(|(_, id)| id));
     }
-    let moves: Vec<RefMove<'_>> = batch
-        .iter()
-        .map(|u| RefMove {
-            name: &u.name,
-            old: u.expected.flatten(),
-            new: u.new,
-        })
-        .collect();
+    let moves = moves_of(batch);
     match refuse_moves_outside_grant(&caller.write, &moves, &tips, &StoreObjects(repo))? {
         Some(breach) => Err(SyncError::Refused(Refusal::OutsideWriteGrant {
             path: breach.path,
