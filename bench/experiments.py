@@ -12,6 +12,7 @@ import http.client
 import io
 import json
 import os
+import random
 import re
 import shlex
 import shutil
@@ -6697,6 +6698,675 @@ def _habits_log(ctx, dmv, git, commits):
                       data=dict(history_commits=commits, history_merges=merges, git_commit_graph=graph_file))
     finally:
         shutil.rmtree(pt.root, ignore_errors=True)
+
+
+# Issue 70: the habits of a Git user who looks into text, dmv against git in one run, each row HABITS_TRIES
+# paired tries as above (`habits-text` runs these rows alone; `habits` runs them after issue 47's).
+HABITS_BLAME_LINES = 10_000     # blame: the text file's lines
+HABITS_BLAME_COMMITS = 1_000    # blame: its commits (the first writes every line)
+HABITS_BLAME_CHANGED = 10       # blame: lines each later commit rewrites, picked at random (seeded)
+HABITS_BLAME_FILE = "story.txt"
+HABITS_GREP_FILES = 100_000     # grep: committed text files (1,000 a folder, about 1 KiB each)
+HABITS_GREP_EVERY = 100         # grep: one file in this many holds the word, on one line
+HABITS_GREP_WORD = "quokka"
+HABITS_ALL_COMMITS = 10_000     # log --all: commits in all
+HABITS_ALL_BRANCHES = 100       # log --all: feature branches besides main, none merged
+HABITS_BRANCH_COMMITS = 5       # log --all: commits on each feature branch
+HABITS_BISECT_COMMITS = 1_000   # bisect: commits of the linear history searched
+HABITS_SEED = 70                # blame's changed lines, bisect's bad commit
+HABITS_TEXT_EXPS = ("habits-blame", "habits-grep", "habits-all", "habits-bisect")
+
+
+def habits_text(ctx):
+    """Issue 70's rows, dmv against git: `blame` of a HABITS_BLAME_LINES-line file with HABITS_BLAME_COMMITS
+    commits of history (`habits-blame`, parameter: commits), `grep WORD` over HABITS_GREP_FILES committed text
+    files (`habits-grep`, parameter: files), `log --graph --oneline --decorate --all` over HABITS_ALL_COMMITS
+    commits on main and HABITS_ALL_BRANCHES branches (`habits-all`, parameter: commits) and `bisect start` +
+    `bisect run` over HABITS_BISECT_COMMITS commits (`habits-bisect`, parameter: commits). The histories are
+    made with `git fast-import` and converted with `dmv import git`; the grep tree is written and committed by
+    each tool."""
+    dmv = next((t for t in ctx.tools if t.name == "dmv"), None)
+    git = next((t for t in ctx.tools if t.name == "git"), None)
+    points = [("habits-blame", HABITS_BLAME_COMMITS), ("habits-grep", HABITS_GREP_FILES),
+              ("habits-all", HABITS_ALL_COMMITS), ("habits-bisect", HABITS_BISECT_COMMITS)]
+    if dmv is None or git is None:
+        for tool in (dmv, git):
+            if tool:
+                for experiment, n in points:
+                    ctx.rec.note(tool.name, experiment, str(n), "all", "skipped",
+                                 "habits compares dmv with git: %s is missing" % ("git" if git is None else "dmv"))
+        return
+    probe = ctx.point("habits-probe", 0)
+    try:
+        why = _supports(ctx, dmv, probe, "import", "blame", "grep", "bisect")
+    finally:
+        shutil.rmtree(probe.root, ignore_errors=True)
+    if why:
+        for experiment, n in points:
+            ctx.rec.note("dmv", experiment, str(n), "all", "unsupported", why)
+        return
+    _habits_blame(ctx, dmv, git)
+    _habits_grep(ctx, dmv, git)
+    _habits_all(ctx, dmv, git)
+    _habits_bisect(ctx, dmv, git)
+
+
+def _habits_import(ctx, dmv, git, experiment, param, gsrc, dwork, **fields):
+    """Untimed-ish set-up, recorded for reference: `dmv init`, `dmv import git GSRC` and `dmv reset --hard
+    HEAD` in dwork (the working tree as the history's tip has it). False when it failed."""
+    os.makedirs(dwork)
+    os.sync()
+    print("%s %s: dmv import git" % (experiment, param), flush=True)
+    out = ctx.rec.step(dmv, experiment, param, "setup_import", [
+        Cmd([dmv.path, "init"], cwd=dwork), Cmd([dmv.path, "import", "git", gsrc], cwd=dwork),
+        Cmd([dmv.path, "reset", "--hard", "HEAD"], cwd=dwork)], os.path.join(dwork, ".dmv"),
+        after=lambda out: dict(fields))
+    if not out.ok:
+        ctx.rec.note(git.name, experiment, param, "all", "skipped", "dmv's copy of the history failed")
+    return out.ok
+
+
+def _blame_history():
+    """fast-import chunks of the blame history, and for each line of the file the message of the commit
+    that last wrote it: commit 1 writes HABITS_BLAME_LINES numbered lines, each later commit rewrites
+    HABITS_BLAME_CHANGED lines picked at random (seeded), each new line's text naming its commit."""
+    rng = random.Random(HABITS_SEED)
+    lines = ["line %05d: as commit 1 wrote it\n" % i for i in range(HABITS_BLAME_LINES)]
+    last = [1] * HABITS_BLAME_LINES
+    chunks = [_fi_commit(1, "refs/heads/main", 0, "commit 1", [], {HABITS_BLAME_FILE: "".join(lines).encode()})]
+    for c in range(2, HABITS_BLAME_COMMITS + 1):
+        for i in rng.sample(range(HABITS_BLAME_LINES), HABITS_BLAME_CHANGED):
+            lines[i], last[i] = "line %05d: as commit %d wrote it\n" % (i, c), c
+        chunks.append(_fi_commit(c, "refs/heads/main", c - 1, "commit %d" % c, [c - 1],
+                                 {HABITS_BLAME_FILE: "".join(lines).encode()}))
+    return chunks, ["commit %d" % c for c in last]
+
+
+BLAME_HEADER = re.compile(r"^([0-9a-f]{40}|[0-9a-f]{64}) \d+ \d+( \d+)?$")
+
+
+def _blame_summaries(text):
+    """Each line's commit summary, from `blame --porcelain` output."""
+    summary, out, cur = {}, [], None
+    for line in text.split("\n"):
+        if line.startswith("\t"):
+            out.append(cur)
+            continue
+        m = BLAME_HEADER.match(line)
+        if m:
+            cur = m.group(1)
+        elif line.startswith("summary ") and cur is not None:
+            summary[cur] = line[len("summary "):]
+    return [summary.get(c) for c in out]
+
+
+def _habits_blame(ctx, dmv, git):
+    """Row: `blame FILE` (to /dev/null) of the working file, unchanged from HEAD; the first try of each tool is
+    checked (untimed): `blame --porcelain FILE` must name, for every line, the commit that last wrote it."""
+    rec, env = ctx.rec, ctx.rec.env
+    experiment, param = "habits-blame", str(HABITS_BLAME_COMMITS)
+    pt = ctx.point(experiment, HABITS_BLAME_COMMITS)
+    gwork, dwork = os.path.join(pt.root, "git"), os.path.join(pt.root, "dmv")
+    try:
+        try:
+            print("%s: making the history with git fast-import" % experiment, flush=True)
+            chunks, expected = _blame_history()
+            os.makedirs(gwork)
+            _git(env, gwork, "init", "-q", "--initial-branch=main")
+            _fast_import(gwork, env, chunks)
+            del chunks
+            _git(env, gwork, "gc", "-q", timeout=3600)
+            _git(env, gwork, "reset", "-q", "--hard")
+        except (OSError, ValueError, subprocess.SubprocessError, _SourceError) as e:
+            for tool in (dmv, git):
+                rec.note(tool.name, experiment, param, "all", "fail", "making the history with git: %s" % e)
+            return
+        if not _habits_import(ctx, dmv, git, experiment, param, gwork, dwork, source_commits=HABITS_BLAME_COMMITS,
+                              file_lines=HABITS_BLAME_LINES):
+            return
+        works = {"dmv": dwork, "git": gwork}
+
+        def make(tool, i):
+            return [Cmd([tool.path, "blame", HABITS_BLAME_FILE], cwd=works[tool.name])]
+
+        def check(tool, i):
+            if i > 1:
+                return None
+
+            def after(out):
+                if not out.ok:
+                    return {}
+                text, err = _capture(ctx, tool, works[tool.name], "blame", "--porcelain", HABITS_BLAME_FILE)
+                got = _blame_summaries(text) if text is not None else []
+                wrong = [k for k in range(min(len(got), len(expected))) if got[k] != expected[k]]
+                fields = dict(blame_lines=len(got), blame_lines_wrong=len(wrong) + abs(len(got) - len(expected)),
+                              blame_commits_named=len(set(got)))
+                if text is None or len(got) != len(expected) or wrong:
+                    out.ok, out.error = False, "blame --porcelain: %s" % (
+                        err[-200:] if text is None else "%d lines, expected %d" % (len(got), len(expected))
+                        if len(got) != len(expected) else "%d lines name another commit than the one that last "
+                        "wrote them (line %d: %r, expected %r)" % (len(wrong), wrong[0] + 1, got[wrong[0]],
+                                                                    expected[wrong[0]]))
+                return fields
+            return after
+        _habits_pairs(ctx, dmv, git, experiment, param, "blame", make, None, check,
+                      data=dict(history_commits=HABITS_BLAME_COMMITS, file_lines=HABITS_BLAME_LINES,
+                                lines_changed_per_commit=HABITS_BLAME_CHANGED))
+    finally:
+        shutil.rmtree(pt.root, ignore_errors=True)
+
+
+def _grep_file(i):
+    """Text file i of the grep tree: 13 lines of about 80 bytes; every HABITS_GREP_EVERY-th file has
+    HABITS_GREP_WORD on one line. Returns (bytes, the matching line or None)."""
+    hit = i % HABITS_GREP_EVERY == HABITS_GREP_EVERY // 2
+    at = i % 13
+    out, match = [], None
+    for n in range(13):
+        if hit and n == at:
+            line = "file %07d line %02d: a %s was seen near the river bank this morning\n" % (i, n, HABITS_GREP_WORD)
+            match = line[:-1]
+        else:
+            line = "file %07d line %02d: the quick brown fox jumps over the lazy dog once again\n" % (i, n)
+        out.append(line)
+    return "".join(out).encode(), match
+
+
+def _write_grep_tree(root, files):
+    """The grep tree under root (datagen's layout, 1,000 a folder); returns the expected `grep` lines."""
+    expected = []
+    for i in range(files):
+        path = datagen.small_file_path(root, i)
+        if i % datagen.FILES_PER_DIR == 0:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        data, match = _grep_file(i)
+        with open(path, "wb") as f:
+            f.write(data)
+        if match:
+            expected.append("%s:%s" % (os.path.relpath(path, root), match))
+    return sorted(expected)
+
+
+def _habits_grep(ctx, dmv, git):
+    """Row: `grep WORD` (to /dev/null) over a committed tree of text files, the same tree written for each
+    tool and committed untimed; the first try of each tool is checked (untimed): its lines must be exactly
+    the matching lines, `PATH:LINE`."""
+    rec = ctx.rec
+    files = HABITS_GREP_FILES
+    experiment, param = "habits-grep", str(files)
+    root = ctx.point(experiment, files).root
+    pts = {t.name: Point(os.path.join(root, t.name)) for t in (dmv, git)}
+    try:
+        expected = None
+        for t in (dmv, git):
+            print("%s: writing %s text files for %s" % (experiment, "{:,}".format(files), t.name), flush=True)
+            expected = _write_grep_tree(pts[t.name].work, files)
+            datagen.touch_tree(pts[t.name].work, files, AGED)
+        for t in (dmv, git):
+            pt = pts[t.name]
+            os.sync()
+            out = rec.step(t, experiment, param, "setup_commit", t.init(pt) + t.commit(pt, True), t.meta(pt),
+                           after=lambda out: dict(tree_files=files))
+            if not out.ok:
+                other = git if t is dmv else dmv
+                rec.note(other.name, experiment, param, "all", "skipped", "%s's set-up commit failed" % t.name)
+                return
+
+        def make(tool, i):
+            return [Cmd([tool.path, "grep", HABITS_GREP_WORD], cwd=pts[tool.name].work)]
+
+        def check(tool, i):
+            if i > 1:
+                return None
+
+            def after(out):
+                if not out.ok:
+                    return {}
+                text, err = _capture(ctx, tool, pts[tool.name].work, "grep", HABITS_GREP_WORD)
+                got = sorted(text.splitlines()) if text is not None else []
+                fields = dict(grep_lines=len(got), grep_expected_lines=len(expected))
+                if got != expected:
+                    missing = sorted(set(expected) - set(got))
+                    extra = sorted(set(got) - set(expected))
+                    out.ok, out.error = False, "grep: %s" % (
+                        err[-200:] if text is None else "%d lines, expected %d; missing e.g. %r, unexpected e.g. %r" % (
+                            len(got), len(expected), missing[:1], extra[:1]))
+                return fields
+            return after
+        _habits_pairs(ctx, dmv, git, experiment, param, "grep", make, None, check,
+                      data=dict(tree_files=files, matching_files=len(expected)))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _branches_stream(forks, branches):
+    """fast-import chunks: HABITS_ALL_BRANCHES branches feature-NNN, each HABITS_BRANCH_COMMITS commits on
+    `forks[NNN]` = (commit id, its commit time), dated 10 s apart right after it (among main's commits,
+    which are a minute apart), each changing a file of its own."""
+    mark = 0
+    for b in range(branches):
+        fork, when = forks[b]
+        ref = "refs/heads/feature-%03d" % b
+        for j in range(HABITS_BRANCH_COMMITS):
+            mark += 1
+            ident = b"bench <bench@example.com> %d +0000" % (when + 10 * (j + 1))
+            msg = b"work %d on topic %d\n" % (j + 1, b)
+            path = b"topics/t%03d.txt" % b
+            content = b"topic %d after work %d\n" % (b, j + 1)
+            yield b"commit %s\nmark :%d\nauthor %s\ncommitter %s\ndata %d\n%s%s" % (
+                ref.encode(), mark, ident, ident, len(msg), msg,
+                b"from %s\n" % fork.encode() if j == 0 else b"from :%d\n" % (mark - 1)) + \
+                b"M 100644 inline %s\ndata %d\n%s\n\n" % (path, len(content), content)
+
+
+def _habits_all(ctx, dmv, git):
+    """Row: `log --graph --oneline --decorate --all` (to /dev/null) of HABITS_ALL_COMMITS commits: main made
+    as the log --graph row's history (a side branch merged every HABITS_MERGE_EVERY commits), then
+    HABITS_ALL_BRANCHES unmerged branches of HABITS_BRANCH_COMMITS commits forked from main at even spaces;
+    `git gc`, then `dmv import git`. The first try of each tool is checked (untimed, run again): as many lines
+    with `*` as commits, and every branch's name printed."""
+    rec, env = ctx.rec, ctx.rec.env
+    commits, branches = HABITS_ALL_COMMITS, HABITS_ALL_BRANCHES
+    main_commits = commits - branches * HABITS_BRANCH_COMMITS
+    merges = (main_commits - 1) // HABITS_MERGE_EVERY
+    experiment, param = "habits-all", str(commits)
+    pt = ctx.point(experiment, commits)
+    gdir, dwork = os.path.join(pt.root, "git.git"), os.path.join(pt.root, "dmv")
+    try:
+        try:
+            os.makedirs(gdir)
+            print("%s %d: making the history with git fast-import" % (experiment, commits), flush=True)
+            _git(env, gdir, "init", "-q", "--bare", "--initial-branch=main")
+            _fast_import(gdir, env, _graph_stream(main_commits))
+            if merges:
+                _git(env, gdir, "update-ref", "-d", "refs/heads/side")
+            fp = [l.split() for l in _git(env, gdir, "log", "--first-parent", "--reverse", "--format=%H %ct",
+                                          "main").decode().splitlines()]
+            forks = [(fp[(b + 1) * len(fp) // (branches + 1)][0], int(fp[(b + 1) * len(fp) // (branches + 1)][1]))
+                     for b in range(branches)]
+            _fast_import(gdir, env, _branches_stream(forks, branches))
+            _git(env, gdir, "gc", "-q", timeout=3600)
+            count = int(_git(env, gdir, "rev-list", "--count", "--all").strip())
+            nbranches = len(_git(env, gdir, "for-each-ref", "refs/heads").splitlines())
+            if (count, nbranches) != (commits, branches + 1):
+                raise _SourceError("the history has %d commits and %d branches, expected %d and %d" % (
+                    count, nbranches, commits, branches + 1))
+        except (OSError, ValueError, IndexError, subprocess.SubprocessError, _SourceError) as e:
+            for tool in (dmv, git):
+                rec.note(tool.name, experiment, param, "all", "fail", "making the history with git: %s" % e)
+            return
+        if not _habits_import(ctx, dmv, git, experiment, param, gdir, dwork, source_commits=commits,
+                              source_branches=branches + 1):
+            return
+        works = {"dmv": dwork, "git": gdir}
+        argv = ["log", "--graph", "--oneline", "--decorate", "--all"]
+
+        def make(tool, i):
+            return [Cmd([tool.path] + argv, cwd=works[tool.name])]
+
+        def check(tool, i):
+            if i > 1:
+                return None
+
+            def after(out):
+                if not out.ok:
+                    return {}
+                text, err = _capture(ctx, tool, works[tool.name], *argv)
+                lines = text.splitlines() if text is not None else []
+                stars = sum(1 for l in lines if "*" in l)
+                unnamed = [b for b in range(branches) if text is None or "feature-%03d" % b not in text]
+                fields = dict(log_lines=len(lines) if text is not None else None, log_commit_lines=stars,
+                              log_bytes=len(text.encode()) if text is not None else None,
+                              branches_not_named=len(unnamed))
+                errors = []
+                if text is None or stars != commits:
+                    errors.append("%s lines with `*`, expected %d%s" % (
+                        stars if text is not None else "no", commits, (": " + err[-200:]) if err else ""))
+                if text is not None and unnamed:
+                    errors.append("%d branch names not printed (feature-%03d first)" % (len(unnamed), unnamed[0]))
+                if errors:
+                    out.ok, out.error = False, "; ".join(errors)
+                return fields
+            return after
+        _habits_pairs(ctx, dmv, git, experiment, param, "log_all", make, None, check,
+                      data=dict(history_commits=commits, history_merges=merges, history_branches=branches + 1,
+                                branch_commits=HABITS_BRANCH_COMMITS))
+    finally:
+        shutil.rmtree(pt.root, ignore_errors=True)
+
+
+def _bisect_stream(commits, bad):
+    """fast-import chunks: `commits` linear commits "commit K", each writing counter.txt; state.txt says `ok`
+    from commit 1 and `broken` from commit `bad` on."""
+    for k in range(1, commits + 1):
+        files = {"counter.txt": b"%d\n" % k}
+        if k == 1:
+            files["state.txt"] = b"ok\n"
+        elif k == bad:
+            files["state.txt"] = b"broken\n"
+        yield _fi_commit(k, "refs/heads/main", k - 1, "commit %d" % k, [k - 1] if k > 1 else [], files)
+
+
+FIRST_BAD = re.compile(r"\b([0-9a-f]{40}|[0-9a-f]{64})\b is the first bad commit")
+
+
+def _habits_bisect(ctx, dmv, git):
+    """Row: `sh -c 'TOOL bisect start HEAD FIRST && TOOL bisect run SCRIPT'` over a linear history of
+    HABITS_BISECT_COMMITS commits whose commit number `bad` (random, seeded) breaks state.txt; SCRIPT (outside
+    the repository) is `grep -qx ok state.txt`. Each try is checked (untimed): the commit named first bad has
+    commit `bad`'s message; then `bisect reset` (untimed)."""
+    rec, env = ctx.rec, ctx.rec.env
+    commits = HABITS_BISECT_COMMITS
+    bad = random.Random(HABITS_SEED).randrange(2, commits + 1)
+    experiment, param = "habits-bisect", str(commits)
+    pt = ctx.point(experiment, commits)
+    gwork, dwork = os.path.join(pt.root, "git"), os.path.join(pt.root, "dmv")
+    script = os.path.join(pt.root, "test-state.sh")
+    try:
+        try:
+            with open(script, "w") as f:
+                f.write("#!/bin/sh\nexec grep -qx ok state.txt\n")
+            os.chmod(script, 0o755)
+            os.makedirs(gwork)
+            _git(env, gwork, "init", "-q", "--initial-branch=main")
+            _fast_import(gwork, env, _bisect_stream(commits, bad))
+            _git(env, gwork, "reset", "-q", "--hard")
+        except (OSError, ValueError, subprocess.SubprocessError, _SourceError) as e:
+            for tool in (dmv, git):
+                rec.note(tool.name, experiment, param, "all", "fail", "making the history with git: %s" % e)
+            return
+        if not _habits_import(ctx, dmv, git, experiment, param, gwork, dwork, source_commits=commits,
+                              bad_commit=bad):
+            return
+        works = {"dmv": dwork, "git": gwork}
+        firsts = {}
+        for tool in (dmv, git):
+            text, err = _capture(ctx, tool, works[tool.name], "log", "--format=%H %s", "HEAD")
+            ids = [l.split(" ", 1)[0] for l in (text or "").splitlines() if l.endswith(" commit 1")]
+            if not ids:
+                rec.note(tool.name, experiment, param, "all", "fail", "the first commit's id: %s" % (
+                    err or "not in `log --format=%H %s`")[-300:])
+                return
+            firsts[tool.name] = ids[0]
+        expected = "commit %d" % bad
+
+        def prepare(tool, i):
+            run_cmds([Cmd([tool.path, "bisect", "reset"], cwd=works[tool.name])], env, rec.timeout)
+            return True
+
+        def make(tool, i):
+            line = "%s bisect start HEAD %s && %s bisect run %s" % (
+                shlex.quote(tool.path), firsts[tool.name], shlex.quote(tool.path), shlex.quote(script))
+            return [Cmd(["sh", "-c", line], cwd=works[tool.name], stdout="capture")]
+
+        def check(tool, i):
+            def after(out):
+                if not out.ok:
+                    return {}
+                m = FIRST_BAD.search(out.captured.decode("utf-8", "replace"))
+                found, err = (None, "no line `ID is the first bad commit` in its output") if not m else \
+                    _capture(ctx, tool, works[tool.name], "log", "-1", "--format=%s", m.group(1))
+                found = found.strip() if found is not None else None
+                if found != expected:
+                    out.ok, out.error = False, "bisect run found %r, expected %r%s" % (
+                        found, expected, (": " + err[-200:]) if err else "")
+                return dict(found_commit=found, verified=found == expected)
+            return after
+        _habits_pairs(ctx, dmv, git, experiment, param, "bisect_run", make, prepare, check,
+                      data=dict(history_commits=commits, bad_commit=bad))
+    finally:
+        shutil.rmtree(pt.root, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- locks (issue 71)
+
+# Issue 71: lock and unlock latency over HTTP, dmv lock/unlock against a `dmv serve` on loopback, against
+# git-lfs's `git lfs lock`/`unlock` on lfs-test-server (the git-lfs project's reference server of the LFS
+# API, locks included) on loopback; and a push past LOCKS_HELD locks another user holds. Every row is
+# LOCKS_TRIES paired tries, dmv first in odd tries and git-lfs first in even ones, as the habits rows.
+LOCKS_TRIES = 5
+LOCKS_COUNTS = (1, 100)          # paths locked (and then unlocked) by one command
+LOCKS_HELD = 1_000               # locks the other user holds while the pushes run
+LOCKS_LFS_REPO = "studio/hub"    # lfs-test-server's USER/REPO path of the locks
+LOCKS_PASSWORDS = {"alice": "alice-pw-71", "bob": "bob-pw-71"}
+LOCKS_TOKENS = {"alice": "tok-alice-71-0123456789abcdef", "bob": "tok-bob-71-0123456789abcdef"}
+
+
+def _locks_path(i):
+    return "assets/a%04d.bin" % i
+
+
+class _LfsTool:
+    """git with git-lfs, as a tool of the records (name `git-lfs`)."""
+    name = "git-lfs"
+    path = "git"
+
+
+def locks(ctx, lfs_server, lfs_why):
+    """Issue 71's benchmark. One repository of LOCKS_HELD + max(LOCKS_COUNTS) small files under assets/ and
+    a notes.txt, cloned by alice and by bob (each their own token or password). `locks` (parameter: paths
+    per command): LOCKS_TRIES paired tries of alice's `lock PATHS…` then `unlock PATHS…`, each checked
+    (untimed) by listing the locks; then bob locks LOCKS_HELD other paths (untimed) and `locks-push`
+    (parameter: locks the other user holds, 0 before bob's and LOCKS_HELD after): alice changes notes.txt,
+    commits (untimed) and pushes (timed), checked (untimed) on the hub."""
+    rec = ctx.rec
+    dmv = next((t for t in ctx.tools if t.name == "dmv"), None)
+    git = next((t for t in ctx.tools if t.name == "git"), None)
+    lfs = _LfsTool()
+    points = [("locks", str(n)) for n in LOCKS_COUNTS] + [("locks-push", "0"), ("locks-push", str(LOCKS_HELD))]
+    if dmv is None:
+        return
+    if git is None or lfs_server is None:
+        for experiment, p in points:
+            rec.note(lfs.name, experiment, p, "all", "skipped", lfs_why or "git is missing")
+    pt = ctx.point("locks", 0)
+    env = dict(rec.env, GIT_TERMINAL_PROMPT="0")
+    try:
+        files = LOCKS_HELD + max(LOCKS_COUNTS)
+
+        def seed_tree(work):
+            for i in range(files):
+                path = os.path.join(work, _locks_path(i))
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "wb") as f:
+                    f.write(b"asset %d, version 1\n" % i)
+            with open(os.path.join(work, "notes.txt"), "wb") as f:
+                f.write(b"notes, version 0\n")
+
+        with contextlib.ExitStack() as stack:
+            # dmv: a bare hub served over HTTP with a write token for each user
+            droot = os.path.join(pt.root, "dmv")
+            hub, seed = os.path.join(droot, "hub"), os.path.join(droot, "seed")
+            os.makedirs(seed)
+            seed_tree(seed)
+            config = os.path.join(droot, "serve.toml")
+            with open(config, "w") as f:
+                f.write("[repos]\nhub = \"hub\"\n[tokens]\n" + "".join(
+                    "%s = { access = \"write\", user = \"%s\" }\n" % (json.dumps(tok), user)
+                    for user, tok in LOCKS_TOKENS.items()))
+            if not _run_untimed(ctx, [Cmd([dmv.path, "init", "--bare", hub], cwd=droot),
+                                      Cmd([dmv.path, "init"], cwd=seed), Cmd([dmv.path, "add", "."], cwd=seed),
+                                      Cmd([dmv.path, "commit", "-m", "seed"], cwd=seed),
+                                      Cmd([dmv.path, "push", hub, "main"], cwd=seed)],
+                                dmv, "locks", "0", "setup"):
+                return
+            srv = stack.enter_context(servers.DmvServe(dmv.path, droot, env, config))
+            works = {}
+            for user, tok in LOCKS_TOKENS.items():
+                dest = os.path.join(droot, user)
+                if not _run_untimed(ctx, [Cmd([dmv.path, "clone", "--token", tok, srv.url("hub"), dest],
+                                              cwd=droot)], dmv, "locks", "0", "setup_clone_" + user):
+                    return
+                works[("dmv", user)] = dest
+            hubs = {"dmv": hub}
+            tools = [dmv]
+            if git is not None and lfs_server is not None:
+                # git-lfs: a bare git hub on disk (file path), lfs-test-server for the LFS API (locks)
+                groot = os.path.join(pt.root, "git")
+                ghub, gseed = os.path.join(groot, "hub.git"), os.path.join(groot, "seed")
+                os.makedirs(gseed)
+                seed_tree(gseed)
+                server = stack.enter_context(servers.LfsTestServer(lfs_server, os.path.join(groot, "lfs"), env,
+                                                                   LOCKS_PASSWORDS))
+                try:
+                    _git(env, groot, "init", "-q", "--bare", "--initial-branch=main", ghub)
+                    _git(env, gseed, "init", "-q", "--initial-branch=main")
+                    _git(env, gseed, "add", "-A")
+                    _git(env, gseed, "commit", "-q", "-m", "seed")
+                    _git(env, gseed, "push", "-q", ghub, "main")
+                    for user, pw in LOCKS_PASSWORDS.items():
+                        dest = os.path.join(groot, user)
+                        _git(env, groot, "clone", "-q", ghub, dest)
+                        _git(env, dest, "lfs", "install", "--local")
+                        url = server.url(user, pw, LOCKS_LFS_REPO)
+                        _git(env, dest, "config", "lfs.url", url)
+                        _git(env, dest, "config", "lfs.%s.locksverify" % url, "true")
+                        works[("git-lfs", user)] = dest
+                    hubs["git-lfs"] = ghub
+                    tools.append(lfs)
+                except (OSError, _SourceError) as e:
+                    for experiment, p in points:
+                        rec.note(lfs.name, experiment, p, "all", "fail", "setting up git-lfs: %s" % e)
+                rec.fact(lfs.name, "locks", "0", "versions", git_lfs=_first_out(["git", "lfs", "version"], env),
+                         lfs_test_server=server.version, lfs_api=server.url("USER", "PASSWORD", LOCKS_LFS_REPO))
+            rec.fact(dmv.name, "locks", "0", "versions", dmv_url=srv.url("hub"))
+
+            def lock_argv(tool, verb, paths):
+                return ([dmv.path, verb] if tool is dmv else ["git", "lfs", verb]) + list(paths)
+
+            def held(tool, user):
+                """Untimed: the paths the hub lists as locked by `user` (None when listing failed)."""
+                argv = [dmv.path, "locks", "--json"] if tool is dmv else ["git", "lfs", "locks", "--json"]
+                out = run_cmds([Cmd(argv, cwd=works[(tool.name, user)], env=env, stdout="capture")], env, rec.timeout)
+                if not out.ok:
+                    return None
+                try:
+                    listed = json.loads(out.captured.decode() or "[]")
+                except ValueError:
+                    return None
+                got = set()
+                for l in listed:
+                    owner = l.get("owner")
+                    who = owner.get("name") if isinstance(owner, dict) else (
+                        l.get("user") or l.get("holder") or owner)
+                    if who == user:
+                        got.add(l.get("path"))
+                return got
+
+            def pairs(experiment, param, steps, prepare=None, data=None):
+                """LOCKS_TRIES tries; in each, the tools in turn (dmv first in odd tries), each running
+                `steps` [(prefix, make(tool, i), check(tool, i) -> after)] back to back."""
+                stopped = {}
+                for i in range(1, LOCKS_TRIES + 1):
+                    order = tools if i % 2 else tools[::-1]
+                    for place, tool in enumerate(order):
+                        if tool.name in stopped:
+                            for prefix, _, _ in steps:
+                                rec.note(tool.name, experiment, param, "%s_%d" % (prefix, i), "skipped",
+                                         stopped[tool.name])
+                            continue
+                        if prepare and not prepare(tool, i):
+                            stopped[tool.name] = "the set-up of try %d failed" % i
+                            continue
+                        for prefix, make, check in steps:
+                            fields = dict(data or {}, pair=i, pair_place="first" if place == 0 else "second")
+                            after = check(tool, i)
+
+                            def extra(out, after=after, fields=fields):
+                                return dict(fields, **(after(out) if after else {}))
+                            os.sync()
+                            out = rec.step(tool, experiment, param, "%s_%d" % (prefix, i), make(tool, i), None,
+                                           after=extra)
+                            if not out.ok:
+                                stopped[tool.name] = "try %d failed: %s" % (i, (out.error or "")[-300:])
+                                break
+
+            # lock and unlock of N paths by alice, nobody else holding any
+            for n in LOCKS_COUNTS:
+                paths = [_locks_path(k) for k in range(n)]
+
+                def make_lock(tool, i, paths=paths):
+                    return [Cmd(lock_argv(tool, "lock", paths), cwd=works[(tool.name, "alice")], env=env)]
+
+                def make_unlock(tool, i, paths=paths):
+                    return [Cmd(lock_argv(tool, "unlock", paths), cwd=works[(tool.name, "alice")], env=env)]
+
+                def check(want, paths=paths):
+                    def outer(tool, i):
+                        def after(out):
+                            if not out.ok:
+                                return {}
+                            got = held(tool, "alice")
+                            ok = got is not None and (set(paths) <= got if want else not (set(paths) & got))
+                            if not ok:
+                                out.ok, out.error = False, "the hub lists %s of the %d paths as alice's after it" % (
+                                    "?" if got is None else len(set(paths) & got), len(paths))
+                            return dict(verified=ok)
+                        return after
+                    return outer
+                pairs("locks", str(n), [("lock", make_lock, check(True)), ("unlock", make_unlock, check(False))],
+                      data=dict(paths=n, locks_held_by_others=0))
+
+            # pushes of a change to notes.txt, before and after bob holds LOCKS_HELD locks
+            def prepare_push(held_now):
+                def prepare(tool, i):
+                    work = works[(tool.name, "alice")]
+                    with open(os.path.join(work, "notes.txt"), "wb") as f:
+                        f.write(b"notes, version %d with %d locks held\n" % (i, held_now))
+                    msg = "notes %d (%d locks held)" % (i, held_now)
+                    argv = [dmv.path, "commit", "-a", "-m", msg] if tool is dmv else ["git", "commit", "-qam", msg]
+                    return _run_untimed(ctx, [Cmd(argv, cwd=work, env=env)], tool, "locks-push", str(held_now),
+                                        "commit_%d" % i)
+                return prepare
+
+            def make_push(tool, i):
+                work = works[(tool.name, "alice")]
+                return [Cmd([dmv.path, "push"] if tool is dmv else ["git", "push", "-q", "origin", "main"],
+                            cwd=work, env=env)]
+
+            def check_push(held_now):
+                def outer(tool, i):
+                    msg = "notes %d (%d locks held)" % (i, held_now)
+
+                    def after(out):
+                        if not out.ok:
+                            return {}
+                        argv = [dmv.path, "log", "-1", "--format=%s", "main"] if tool is dmv else \
+                            ["git", "log", "-1", "--format=%s", "main"]
+                        r = run_cmds([Cmd(argv, cwd=hubs[tool.name], env=env, stdout="capture")], env, 60)
+                        got = r.captured.decode("utf-8", "replace").strip() if r.ok else None
+                        if got != msg:
+                            out.ok, out.error = False, "the hub's main says %r, expected %r%s" % (
+                                got, msg, (": " + r.error[-200:]) if r.error else "")
+                        return dict(verified=got == msg)
+                    return after
+                return outer
+            pairs("locks-push", "0", [("push", make_push, check_push(0))], prepare=prepare_push(0),
+                  data=dict(locks_held_by_others=0))
+            others = [_locks_path(k) for k in range(max(LOCKS_COUNTS), files)]
+            for tool in list(tools):
+                out = rec.step(tool, "locks-push", str(LOCKS_HELD), "setup_bob_locks",
+                               [Cmd(lock_argv(tool, "lock", others), cwd=works[(tool.name, "bob")], env=env)], None,
+                               after=lambda out: dict(paths=len(others)))
+                got = held(tool, "bob") if out.ok else None
+                if got is None or set(others) - got:
+                    rec.note(tool.name, "locks-push", str(LOCKS_HELD), "all", "fail",
+                             "bob's %d locks: %s" % (len(others), out.error or "the hub lists %s" % (
+                                 "nothing" if got is None else "%d of them" % len(set(others) & got))))
+                    tools.remove(tool)
+            if tools:
+                pairs("locks-push", str(LOCKS_HELD), [("push", make_push, check_push(LOCKS_HELD))],
+                      prepare=prepare_push(LOCKS_HELD), data=dict(locks_held_by_others=LOCKS_HELD))
+    finally:
+        shutil.rmtree(pt.root, ignore_errors=True)
+
+
+def _first_out(argv, env):
+    try:
+        r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+        return (r.stdout.strip().splitlines() or ["?"])[0]
+    except (OSError, subprocess.SubprocessError) as e:
+        return "unknown (%s)" % e
 
 
 # ---------------------------------------------------------------- platforms (issue 49)

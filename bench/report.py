@@ -30,7 +30,8 @@ EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync-bigfile", "sync-
                "availability-get", "availability-ring", "hubtier-bigfile",
                "hubtier-files", "watch-file", "watch-burst", "watch-watchers", "watch-idle-sync", "watch-idle", "mount-list",
                "mount-file",
-               "mount-remote", "mount-remote-seq", "habits-commit", "habits-rebase", "habits-log", "webui-folder",
+               "mount-remote", "mount-remote-seq", "habits-commit", "habits-rebase", "habits-log", "habits-blame",
+               "habits-grep", "habits-all", "habits-bisect", "locks", "locks-push", "webui-folder",
                "webui-commit", "webui-search", "webui-compare", "webui-upload", "webui-wall", "platforms-binary", "platforms-ref",
                "platforms-bigfile", "platforms-files", "encrypted-bigfile", "encrypted-files", "huge"]
 
@@ -2902,11 +2903,25 @@ HABITS_ROWS = [
      "committed files"),
     ("habits-rebase", "rebase", "`rebase main` of a branch of %(p)s commits, main one commit ahead"),
     ("habits-log", "log_graph", "`log --graph --oneline > /dev/null` of %(p)s commits (%(merges)s merges)"),
+    ("habits-blame", "blame", "`blame FILE > /dev/null` of a file of %(blame_lines)s lines with %(p)s commits of "
+     "history"),
+    ("habits-grep", "grep", "`grep %(grep_word)s > /dev/null` over %(p)s committed text files (%(grep_hits)s "
+     "matching lines)"),
+    ("habits-all", "log_all", "`log --graph --oneline --decorate --all > /dev/null` of %(p)s commits on "
+     "%(all_refs)s branches"),
+    ("habits-bisect", "bisect_run", "`bisect start HEAD FIRST && bisect run SCRIPT` over %(p)s commits"),
 ]
+# issue 70's rows: their constants as run.py records them under `habits_text` (these are the defaults)
+HABITS_TEXT_DEFAULTS = dict(blame_lines=10_000, blame_commits=1_000, blame_changed=10, grep_files=100_000,
+                            grep_every=100, grep_word="quokka", all_commits=10_000, all_branches=100,
+                            branch_commits=5, bisect_commits=1_000, seed=70)
+HABITS_EXPS = ("habits-commit", "habits-rebase", "habits-log", "habits-blame", "habits-grep", "habits-all",
+               "habits-bisect")
 
 
 def habits_table(ix, cfg):
     tries = cfg.get("habits_tries", 5)
+    text = dict(HABITS_TEXT_DEFAULTS, **cfg.get("habits_text", {}))
     out = ["| row | dmv, median | git, median | dmv/git, median of the %d pairs (range) | target (issue 47) |" % tries,
            "|---|--:|--:|--:|---|"]
     setups = []
@@ -2923,7 +2938,10 @@ def habits_table(ix, cfg):
                     HABITS_TARGET_RATIO, "—" if med is None else "yes" if med <= HABITS_TARGET_RATIO else "**no**")
             out.append("| %s | %s | %s | %s | %s |" % (
                 label % dict(p=fmt_count(p), new=fmt_bytes(cfg.get("habits_new_bytes", 100)),
-                             merges=fmt_count((p - 1) // cfg.get("habits_merge_every", 100))),
+                             merges=fmt_count((p - 1) // cfg.get("habits_merge_every", 100)),
+                             blame_lines=fmt_count(text["blame_lines"]), grep_word=text["grep_word"],
+                             grep_hits=fmt_count(p // text["grep_every"]),
+                             all_refs=fmt_count(text["all_branches"] + 1)),
                 dtext, gtext, rtext, target))
             for tool in ("dmv", "git"):
                 r = ix.by.get((tool, exp, str(p), "setup_commit")) or ix.by.get((tool, exp, str(p), "setup_import"))
@@ -2938,7 +2956,8 @@ def habits_table(ix, cfg):
 
 def habits_section(ix, mode, cfg):
     tries = cfg.get("habits_tries", 5)
-    out = ["### Habits: everyday commands against git's (issue 47)", "",
+    text = dict(HABITS_TEXT_DEFAULTS, **cfg.get("habits_text", {}))
+    out = ["### Habits: everyday commands against git's (issues 47 and 70)", "",
            "dmv and git side by side in one run, each row %d tries per tool, back to back in pairs (dmv first in "
            "odd tries, git first in even ones), each try after sync(2); the table shows each tool's median (with "
            "the number of tries and their range) and the median of the pairs' ratios dmv time / git time, which "
@@ -2960,7 +2979,34 @@ def habits_section(ix, mode, cfg):
            "(packed, with the commit-graph file a repository that has seen an automatic gc has) and `dmv import "
            "git`. Each try times `log --graph --oneline` with its output to /dev/null; the first try of each tool "
            "is run again untimed and must print as many lines with `*` as there are commits." % (
-               cfg.get("habits_merge_every", 100), cfg.get("habits_side_commits", 3)), ""]
+               cfg.get("habits_merge_every", 100), cfg.get("habits_side_commits", 3)),
+           "- **blame** (issue 70): a text file of %s numbered lines, written whole by the first of %s commits made "
+           "with `git fast-import`; each later commit rewrites %d lines picked at random (seeded, %d), the new "
+           "text naming the commit; `git gc`, checked out, and `dmv import git` + `dmv reset --hard HEAD`. Each "
+           "try times `blame FILE` of the working file (as HEAD has it) to /dev/null; the first try of each tool "
+           "is followed (untimed) by `blame --porcelain FILE`, which must name for every line the commit that last "
+           "wrote it." % (fmt_count(text["blame_lines"]), fmt_count(text["blame_commits"]), text["blame_changed"],
+                          text["seed"]),
+           "- **grep** (issue 70): per tool its own copy of a tree of %s text files (1,000 a folder, 13 lines of "
+           "about 80 bytes each), committed untimed as in the first row; one file in %d holds the word `%s` on one "
+           "line. Each try times `grep %s` (the working tree's tracked files) to /dev/null; the first try of each "
+           "tool is followed (untimed) by the same command, whose lines must be exactly the matching `PATH:LINE`s." % (
+               fmt_count(text["grep_files"]), text["grep_every"], text["grep_word"], text["grep_word"]),
+           "- **log --all** (issue 70): %s commits in all: main made as in the log --graph row (%s commits), then "
+           "%d branches of %d commits each, forked from main's first-parent line at even spaces and dated among "
+           "main's commits, none merged; `git gc` (commit-graph file included) and `dmv import git`. Each try times "
+           "`log --graph --oneline --decorate --all` to /dev/null; the first try of each tool is run again untimed "
+           "and must print as many lines with `*` as there are commits and every branch's name (the graph's shape "
+           "is not compared)." % (fmt_count(text["all_commits"]), fmt_count(
+               text["all_commits"] - text["all_branches"] * text["branch_commits"]), text["all_branches"],
+               text["branch_commits"]),
+           "- **bisect** (issue 70): a linear history of %s commits made with `git fast-import` (each writes a "
+           "counter file; `state.txt` says `ok` from the first and `broken` from one commit picked at random, "
+           "seeded %d), checked out, converted by `dmv import git`. Each try times one step, `sh -c 'TOOL bisect "
+           "start HEAD FIRST && TOOL bisect run SCRIPT'`, SCRIPT (outside the repository) being `grep -qx ok "
+           "state.txt`: about log2(%s) checkouts, each running the script; then checks (untimed) that the commit "
+           "the output names as the first bad one has the broken commit's message, and runs `bisect reset` "
+           "(untimed)." % (fmt_count(text["bisect_commits"]), text["seed"], fmt_count(text["bisect_commits"])), ""]
     sizes = ix.params("habits-commit")
     if mode == "quick" and 1_000_000 not in sizes:
         out += ["Quick run: a tree of %s files; the full run also measures 1,000,000." % ", ".join(
@@ -2978,6 +3024,87 @@ def habits_section(ix, mode, cfg):
             for exp, p, r in setups) + ".", ""]
     notes = [r for (t, e, q, st), r in sorted(ix.by.items(), key=lambda kv: (kv[0][1], int(kv[0][2]), kv[0][3]))
              if e.startswith("habits-") and r["status"] != "ok"]
+    if notes:
+        out += ["What failed or was left out:", ""] + ["- %s, %s %s, `%s`: %s: %s" % (
+            r["tool"], r["experiment"], fmt_count(r["parameter"]), r["step"], r["status"],
+            (r.get("error") or "").replace("\n", " ").replace("|", "/")[-300:]) for r in notes] + [""]
+    return out
+
+
+
+# (experiment, parameter from the run's config or None for each, step prefix, label)
+LOCKS_ROWS = [
+    ("locks", "lock", "`lock PATH…` of %(n)s path%(s)s in one command, nobody else holding any"),
+    ("locks", "unlock", "`unlock PATH…` of the same %(n)s path%(s)s"),
+    ("locks-push", "push", "`push` of a commit changing an unlocked file, %(n)s locks held by another user"),
+]
+LOCKS_PUBLISHED = ("git-lfs issue #2978 (github.com/git-lfs/git-lfs/issues/2978) reports 1.5–3.1 s per "
+                   "`git lfs lock` against a hosted LFS server (published, not measured here: another server, "
+                   "another network)")
+
+
+def locks_section(ix, mode, meta):
+    cfg = meta.get("config", {}).get("locks", {})
+    versions = meta.get("versions", {})
+    tries = cfg.get("tries", 5)
+    lfs_missing = cfg.get("lfs_missing")
+    out = ["### Locks over HTTP against git-lfs (issue 71)", "",
+           "Lock and unlock latency, and a push past other people's locks, dmv against git-lfs in one run on "
+           "loopback. dmv: `dmv serve` over HTTP on 127.0.0.1 serving a bare hub, with a write token per user "
+           "(`[tokens]` with `user = …`); alice and bob each clone it with their token. git-lfs: "
+           "lfs-test-server (the git-lfs project's reference server of the LFS API, locks included) on "
+           "127.0.0.1, plain HTTP, a user and password each for alice and bob given in `lfs.url`; the git "
+           "repository itself is a bare one on the same disk (`git push` to its path: the git part of the push "
+           "does not go over HTTP, the lock check does), each clone with `git lfs install --local` and "
+           "`lfs.URL.locksverify true`. The repository holds %s small files under `assets/` and a `notes.txt`, "
+           "plain files for both (git-lfs locks any path; the files are not LFS objects, so no LFS upload "
+           "happens in the pushes). Each row is %d tries per tool, back to back in pairs (dmv first in odd tries, "
+           "git-lfs first in even ones), each command after sync(2); the table shows each tool's median and the "
+           "median of the pairs' ratios dmv / git-lfs (below 1: dmv is faster)." % (
+               fmt_count(cfg.get("held", 1000) + max(cfg.get("counts", [100]))), tries), "",
+           "- **lock / unlock**: in each try alice runs `dmv lock PATH…` (`git lfs lock PATH…`, which sends one "
+           "request per path), then `dmv unlock PATH…` (`git lfs unlock PATH…`), both timed, each checked "
+           "(untimed) with `dmv locks --json` (`git lfs locks --json`): the paths listed as alice's after the "
+           "lock and gone after the unlock. Nobody else holds a lock meanwhile.",
+           "- **push**: in each try alice changes `notes.txt` and commits (untimed), then `dmv push` (`git push "
+           "-q origin main`, whose git-lfs pre-push hook asks the LFS server to verify locks, `POST "
+           "…/locks/verify`) is timed and checked (untimed): the hub's main is the new commit. First with no lock "
+           "held, then after bob has locked %s other files in one command (untimed, shown below)." % fmt_count(
+               cfg.get("held", 1000)), ""]
+    out += ["Versions: %s." % "; ".join("%s: %s" % (k, versions.get(k, "not run")) for k in (
+        "dmv", "git", "git-lfs", "lfs-test-server"))]
+    if lfs_missing:
+        out += ["", "**git-lfs was not measured**: %s. For comparison only: %s." % (lfs_missing, LOCKS_PUBLISHED)]
+    out += ["", "| row | dmv, median | git-lfs, median | dmv/git-lfs, median of the %d pairs (range) |" % tries,
+            "|---|--:|--:|--:|"]
+    # lock then unlock of each count, then the pushes
+    rows = [(exp, p, prefix, label) for exp in ("locks", "locks-push") for p in ix.params(exp)
+            for e, prefix, label in LOCKS_ROWS if e == exp and not (exp == "locks" and p == 0)]
+    for exp, p, prefix, label in rows:
+        dv, dtext = _mount_time(ix, "dmv", exp, p, prefix)
+        gv, gtext = _mount_time(ix, "git-lfs", exp, p, prefix)
+        med, ratios = _paired_ratio(ix, exp, p, ("dmv", prefix), ("git-lfs", prefix))
+        rtext = "—" if med is None else "**%.2f**%s" % (med, " (%d: %.2f–%.2f)" % (
+            len(ratios), min(ratios), max(ratios)) if len(ratios) > 1 else "")
+        out.append("| %s | %s | %s | %s |" % (label % dict(n=fmt_count(p), s="" if p == 1 else "s"),
+                                              dtext, gtext, rtext))
+    out += [""]
+    if not lfs_missing:
+        out += ["git-lfs's own published figure, for scale only: %s." % LOCKS_PUBLISHED, ""]
+    setups = [(t, r) for t in ("dmv", "git-lfs") for p in ix.params("locks-push")
+              for r in [ix.by.get((t, "locks-push", str(p), "setup_bob_locks"))] if r]
+    if setups:
+        out += ["Set-up, one run each, not compared: bob's lock of %s paths in one command: %s." % (
+            fmt_count(setups[0][1].get("paths") or 0), "; ".join(
+                "%s %s" % (t, fmt_time(r["wall_s"]) if r["status"] == "ok" else "**%s**" % r["status"])
+                for t, r in setups)), ""]
+    loads = [r["loadavg_1m"] for (t, e, q, st), r in ix.by.items()
+             if e in ("locks", "locks-push") and r.get("loadavg_1m") is not None]
+    if loads:
+        out += ["1-minute load average during these steps: %.2f to %.2f (2 cores, shared)." % (min(loads), max(loads)),
+                ""]
+    notes = [r for (t, e, q, st), r in sorted(ix.by.items(), key=lambda kv: (kv[0][1], int(kv[0][2]), kv[0][3]))
+             if e in ("locks", "locks-push") and r["status"] != "ok"]
     if notes:
         out += ["What failed or was left out:", ""] + ["- %s, %s %s, `%s`: %s: %s" % (
             r["tool"], r["experiment"], fmt_count(r["parameter"]), r["step"], r["status"],
@@ -3951,9 +4078,19 @@ def section(mode, per_exp, points):
                          if e in per_exp)
         out += mount_section(ix, mode, mount_run["meta"].get("config", {}))
 
-    if any(ix.params(e) for e in ("habits-commit", "habits-rebase", "habits-log")):
-        habits_run = next(per_exp[e] for e in ("habits-commit", "habits-rebase", "habits-log") if e in per_exp)
-        out += habits_section(ix, mode, habits_run["meta"].get("config", {}))
+    if any(ix.params(e) for e in HABITS_EXPS):
+        # issue 47's rows and issue 70's may come from different runs: each row's constants from its own
+        habits_cfg = {}
+        for e in HABITS_EXPS:
+            if e in per_exp:
+                cfg = per_exp[e]["meta"].get("config", {})
+                habits_cfg.update({k: v for k, v in cfg.items() if k.startswith("habits_")
+                                   and (k not in habits_cfg or e in HABITS_EXPS[3:])})
+        out += habits_section(ix, mode, habits_cfg)
+
+    if ix.params("locks") or ix.params("locks-push"):
+        locks_run = per_exp.get("locks") or per_exp.get("locks-push")
+        out += locks_section(ix, mode, locks_run["meta"])
 
     if any(ix.params(e) for e in WEBUI_EXPS):
         webui_run = next(per_exp[e] for e in WEBUI_EXPS if e in per_exp)

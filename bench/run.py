@@ -16,6 +16,8 @@
     python3 bench/run.py --quick --experiments watch    # dmv watch: last write to commit and to another replica, idle cost; Syncthing
     python3 bench/run.py --quick --experiments mount    # dmv mount: ls -l of 100,000 files, 1 GiB read, random reads (8 min)
     python3 bench/run.py --quick --experiments habits   # dmv against git: add+commit in a big tree, rebase, log --graph
+    python3 bench/run.py --quick --experiments habits-text  # issue 70's rows alone: blame, grep, log --all, bisect
+    python3 bench/run.py --quick --experiments locks    # issue 71: lock/unlock over HTTP, push past 1,000 locks, vs git-lfs
     python3 bench/run.py --quick --experiments webui    # web UI in Chromium: big folder, commit, search, compare, upload
     python3 bench/run.py --quick --experiments wall --wall-before OLD_DMV  # photo wall at 390 and 1440 px, new UI and old
     python3 bench/run.py --quick --experiments platforms  # commits by the x86-64, musl, aarch64 (qemu), Windows (Wine) builds
@@ -91,9 +93,12 @@ DEFAULT_EXPERIMENTS = {"quick": ["filesize", "filecount", "status", "refs"],
 # nor is platforms: issue 49's builds for other targets (the musl builds, scripts/package's, qemu-user, and the
 # Windows build under Wine), measured when the builds or the hot paths change; nor is encrypted: issue 68's cost
 # of an encrypted bucket remote against a plain one and against restic, measured when the encryption changes; nor
-# is wall: issue 69's photo wall in Chromium at a phone's and a desktop's size, against the previous UI's binary
+# is wall: issue 69's photo wall in Chromium at a phone's and a desktop's size, against the previous UI's binary;
+# nor is habits-text: issue 70's rows of the habits comparison alone (blame, grep, log --all, bisect; habits runs
+# them too); nor is locks: issue 71's lock latency over HTTP against git-lfs on lfs-test-server (built with go)
 ALL_EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync", "s3", "partial", "history", "web", "import",
-                   "store", "attack", "availability", "hubtier", "watch", "mount", "habits", "webui", "wall",
+                   "store", "attack", "availability", "hubtier", "watch", "mount", "habits", "habits-text", "locks",
+                   "webui", "wall",
                    "platforms", "encrypted", "huge"]
 
 
@@ -514,6 +519,19 @@ def main(argv=None):
             encrypted_restic_why = None if encrypted_restic else missing.get("restic")
         else:
             encrypted_restic_why = "not among --tools"
+    # the locks experiment's peer: git-lfs (git's subcommand) on lfs-test-server (built with go when missing)
+    lfs_bin, lfs_why = None, None
+    if "locks" in exps:
+        r = subprocess.run(["git", "lfs", "version"], capture_output=True, text=True)
+        if r.returncode != 0:
+            lfs_why = "git lfs is not installed (apt-get install -y git-lfs)"
+        else:
+            versions["git-lfs"] = r.stdout.strip()
+            lfs_bin, lfs_why = servers.install_lfs_test_server(os.path.join(scratch, "lfs-test-server-build.log"))
+            if lfs_bin:
+                versions["lfs-test-server"] = servers.LfsTestServer.version
+        if lfs_why:
+            missing["git-lfs"] = lfs_why
     if "s3" in exps or "hubtier" in exps or "encrypted" in exps:
         minio_bin, minio_why = servers.install_minio(os.path.join(scratch, "minio-build.log"))
         if minio_bin:
@@ -678,6 +696,18 @@ def main(argv=None):
                             habits_new_bytes=experiments.HABITS_NEW_BYTES,
                             habits_merge_every=experiments.HABITS_MERGE_EVERY,
                             habits_side_commits=experiments.HABITS_SIDE_COMMITS,
+                            habits_text=dict(
+                                blame_lines=experiments.HABITS_BLAME_LINES,
+                                blame_commits=experiments.HABITS_BLAME_COMMITS,
+                                blame_changed=experiments.HABITS_BLAME_CHANGED,
+                                grep_files=experiments.HABITS_GREP_FILES, grep_every=experiments.HABITS_GREP_EVERY,
+                                grep_word=experiments.HABITS_GREP_WORD, all_commits=experiments.HABITS_ALL_COMMITS,
+                                all_branches=experiments.HABITS_ALL_BRANCHES,
+                                branch_commits=experiments.HABITS_BRANCH_COMMITS,
+                                bisect_commits=experiments.HABITS_BISECT_COMMITS, seed=experiments.HABITS_SEED),
+                            locks=dict(tries=experiments.LOCKS_TRIES, counts=list(experiments.LOCKS_COUNTS),
+                                       held=experiments.LOCKS_HELD, lfs_repo=experiments.LOCKS_LFS_REPO,
+                                       lfs_server=lfs_bin, lfs_missing=lfs_why),
                             webui_folder=webui_folder, webui_commit=webui_commit, webui_paths=webui_paths,
                             webui_upload_bytes=webui_upload,
                             webui_per_page=experiments.WEBUI_PER_PAGE, webui_queries=list(experiments.WEBUI_QUERIES),
@@ -756,6 +786,11 @@ def main(argv=None):
                                   mount_remote_size, mount_remote_note, mount_repeats, mount_peer_repeats)
             elif exp == "habits":
                 experiments.habits(ctx, habits_files, habits_rebase_commits, habits_log_commits)
+                experiments.habits_text(ctx)
+            elif exp == "habits-text":
+                experiments.habits_text(ctx)
+            elif exp == "locks":
+                experiments.locks(ctx, lfs_bin, lfs_why)
             elif exp == "webui":
                 experiments.webui(ctx, webui_folder, webui_commit, webui_paths, webui_upload)
             elif exp == "wall":

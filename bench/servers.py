@@ -23,6 +23,8 @@ import socket
 import subprocess
 import threading
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
 
 from measure import TIME_BIN
@@ -524,3 +526,130 @@ class MinIO:
                 if name == "xl.meta":
                     objects += 1
         return objects, apparent, disk, files
+
+
+# ---------------------------------------------------------------- lfs-test-server (locks experiment)
+
+# The git-lfs project's reference server of the LFS API (objects and locks). Its module has no go.mod and the
+# Go proxy refuses its version list, so `go install …@latest` fails: the suite downloads the tagged version,
+# gives it a go.mod and builds it, with go.zipexe at v1.0.2 (v1.0.0, which go.rice asks for, crashes at start
+# with the Go toolchains of today while reading the binary's ELF sections).
+LFS_TEST_SERVER_MODULE = "github.com/git-lfs/lfs-test-server"
+LFS_TEST_SERVER_VERSION = "v0.4.0"
+LFS_TEST_SERVER_PINS = ["github.com/daaku/go.zipexe@v1.0.2"]
+
+
+def lfs_test_server_binary():
+    """~/go/bin/lfs-test-server (or $GOBIN's), else one on PATH, else None."""
+    home = os.path.expanduser("~")
+    for path in (os.path.join(os.environ.get("GOBIN") or os.path.join(home, "go", "bin"), "lfs-test-server"),
+                 shutil.which("lfs-test-server")):
+        if path and os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def install_lfs_test_server(log_path, timeout=900):
+    """Builds LFS_TEST_SERVER_MODULE at LFS_TEST_SERVER_VERSION into ~/go/bin (or $GOBIN) unless it is
+    there. Returns (path, None) or (None, reason)."""
+    path = lfs_test_server_binary()
+    if path:
+        return path, None
+    go = shutil.which("go") or ("/usr/local/go/bin/go" if os.path.exists("/usr/local/go/bin/go") else None)
+    if not go:
+        return None, "lfs-test-server is not installed and there is no go to build it"
+    dest = os.path.join(os.environ.get("GOBIN") or os.path.join(os.path.expanduser("~"), "go", "bin"),
+                        "lfs-test-server")
+    module = "%s@%s" % (LFS_TEST_SERVER_MODULE, LFS_TEST_SERVER_VERSION)
+    print("locks: building lfs-test-server (%s)" % module, flush=True)
+    import json
+    import tempfile
+    with open(log_path, "wb") as log, tempfile.TemporaryDirectory() as tmp:
+        def go_run(*args, cwd=tmp):
+            log.write(("$ go %s\n" % " ".join(args)).encode())
+            log.flush()
+            return subprocess.run([go] + list(args), cwd=cwd, stdout=subprocess.PIPE if args[:2] == (
+                "mod", "download") else log, stderr=log, stdin=subprocess.DEVNULL, timeout=timeout,
+                env=dict(os.environ, GOFLAGS="-mod=mod"))
+        try:
+            r = go_run("mod", "download", "-json", module)
+            src = json.loads(r.stdout or b"{}").get("Dir") if r.returncode == 0 else None
+            if not src:
+                return None, "go mod download %s failed: %s" % (module, _read_tail(log_path, 400))
+            work = os.path.join(tmp, "src")
+            shutil.copytree(src, work)
+            for root, dirs, files in os.walk(work):
+                os.chmod(root, 0o755)
+                for f in files:
+                    os.chmod(os.path.join(root, f), 0o644)
+            steps = [("mod", "init", LFS_TEST_SERVER_MODULE)] + [("get", p) for p in LFS_TEST_SERVER_PINS] + [
+                ("mod", "tidy"), ("build", "-o", dest, ".")]
+            for args in steps:
+                r = go_run(*args, cwd=work)
+                if r.returncode != 0:
+                    return None, "go %s failed (exit %d): %s" % (" ".join(args), r.returncode,
+                                                                 _read_tail(log_path, 400))
+        except (OSError, ValueError, subprocess.TimeoutExpired) as e:
+            return None, "building lfs-test-server failed: %s" % e
+    return dest, None
+
+
+class LfsTestServer:
+    """lfs-test-server on 127.0.0.1 (a free port) with its database and content in `root`, plain HTTP,
+    and the users of `passwords` ({user: password}) added through its admin pages."""
+
+    version = "lfs-test-server %s (%s, built with the suite's go.mod)" % (LFS_TEST_SERVER_VERSION,
+                                                                        LFS_TEST_SERVER_MODULE)
+    ADMIN = ("bench-admin", "bench-admin-pw")
+
+    def __init__(self, binary, root, env, passwords):
+        self.binary, self.root, self.env, self.passwords = binary, root, env, passwords
+        self.proc, self.port = None, None
+
+    def __enter__(self):
+        os.makedirs(self.root, exist_ok=True)
+        self.port = free_port()
+        addr = "127.0.0.1:%d" % self.port
+        env = dict(self.env, LFS_LISTEN="tcp://" + addr, LFS_HOST=addr, LFS_SCHEME="http",
+                   LFS_METADB=os.path.join(self.root, "lfs.db"), LFS_CONTENTPATH=os.path.join(self.root, "content"),
+                   LFS_ADMINUSER=self.ADMIN[0], LFS_ADMINPASS=self.ADMIN[1])
+        self.log = open(os.path.join(self.root, "server.log"), "wb")
+        self.proc = subprocess.Popen([self.binary], env=env, cwd=self.root, stdin=subprocess.DEVNULL,
+                                     stdout=self.log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+        import base64
+        auth = "Basic " + base64.b64encode(("%s:%s" % self.ADMIN).encode()).decode()
+
+        class NoRedirect(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *a, **k):
+                return None
+        opener = urllib.request.build_opener(NoRedirect)
+        deadline = time.monotonic() + 20
+        for user, pw in self.passwords.items():
+            while True:
+                try:
+                    req = urllib.request.Request("http://%s/mgmt/add" % addr, method="POST", headers={
+                        "Authorization": auth}, data=urllib.parse.urlencode(dict(name=user, password=pw)).encode())
+                    try:
+                        opener.open(req, timeout=5).read()
+                    except urllib.error.HTTPError as e:
+                        if e.code != 302:
+                            raise
+                    break
+                except OSError as e:
+                    if self.proc.poll() is not None or time.monotonic() > deadline:
+                        self.__exit__()
+                        raise ServerError("lfs-test-server did not start: %s %s" % (
+                            e, _read_tail(os.path.join(self.root, "server.log"), 400)))
+                    time.sleep(0.1)
+        return self
+
+    def url(self, user, password, repo):
+        return "http://%s:%s@127.0.0.1:%d/%s" % (user, password, self.port, repo)
+
+    def __exit__(self, *exc):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+        if self.proc:
+            self.proc.wait()
+        self.log.close()
+        return False
