@@ -9,6 +9,7 @@ mod import;
 mod inspect;
 mod keys;
 mod locks;
+mod log_graph;
 mod mergecmd;
 mod mount;
 mod partial;
