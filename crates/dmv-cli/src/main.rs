@@ -3,13 +3,13 @@
 mod add_patch;
 mod admin;
 mod bisectcmd;
+mod completion;
 mod demo;
 mod hints;
 mod import;
 mod inspect;
 mod keys;
 mod locks;
-mod log_graph;
 mod mergecmd;
 mod mount;
 mod partial;
@@ -315,14 +315,8 @@ fn main() -> ExitCode {
         Command::Locks(a) => locks::locks(a),
         Command::Audit(a) => locks::audit(a),
         Command::Demo(a) => demo::run(a),
-        Command::Completions { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "dmv", &mut std::io::stdout());
-            if shell == clap_complete::Shell::Bash {
-                print!("{BASH_REFS}");
-            }
-            Ok(0)
-        }
-        Command::Complete { what } => complete_names(&what),
+        Command::Completions { shell } => completion::print_script(shell, Cli::command()),
+        Command::Complete { what } => completion::complete_names(&what),
         Command::Manpages { folder, install } => match (folder, install) {
             (Some(folder), _) => write_manpages(&folder),
             (None, _) => install_manpages(),
@@ -404,56 +398,6 @@ fn write_manpages(dir: &std::path::Path) -> anyhow::Result<u8> {
         write(&name, sub.clone().name(name.clone()))?;
     }
     write("dmv", dmv)?;
-    Ok(0)
-}
-
-/// Appended to clap's bash script: where a command takes a revision or a
-/// remote, the names `dmv __complete refs` lists are offered too.
-const BASH_REFS: &str = r#"
-_dmv_with_refs() {
-    _dmv "$@"
-    local cur="${COMP_WORDS[COMP_CWORD]}" i cmd=""
-    for ((i = 1; i < COMP_CWORD; i++)); do
-        case "${COMP_WORDS[i]}" in
-            -C) ((i++)) ;;
-            -*) ;;
-            *) cmd="${COMP_WORDS[i]}"; break ;;
-        esac
-    done
-    case "$cur" in -*) return ;; esac
-    case "$cmd" in
-        switch|checkout|merge|rebase|cherry-pick|log|diff|show|branch|tag|reset|revert|push|pull|fetch|bisect|describe|rev-parse|remote)
-            local names
-            names="$(dmv __complete refs 2>/dev/null)"
-            COMPREPLY+=($(compgen -W "$names" -- "$cur"))
-            ;;
-    esac
-}
-complete -F _dmv_with_refs -o bashdefault -o default dmv
-"#;
-
-/// `__complete refs`: the branch, tag, remote-tracking branch and remote
-/// names of the repository here, one a line (nothing outside one).
-fn complete_names(what: &str) -> anyhow::Result<u8> {
-    if what != "refs" {
-        anyhow::bail!("__complete knows only `refs`");
-    }
-    let Ok(repo) = dmv_repo::Repository::discover(std::path::Path::new(".")) else {
-        return Ok(0);
-    };
-    use dmv_repo::ref_names::{BRANCHES, REMOTE_BRANCHES, TAGS};
-    let mut out = String::new();
-    for prefix in [BRANCHES, TAGS, REMOTE_BRANCHES] {
-        for (name, _) in repo.refs.list(prefix)? {
-            out.push_str(name.strip_prefix(prefix).unwrap_or(&name));
-            out.push('\n');
-        }
-    }
-    for remote in repo.config.remotes.keys() {
-        out.push_str(remote);
-        out.push('\n');
-    }
-    print!("{out}");
     Ok(0)
 }
 

@@ -1222,6 +1222,152 @@ fn bash_completes_branch_tag_and_remote_names() {
     assert!(!complete("dmv add fea").lines().any(|l| l == "feature-x"));
 }
 
+/// A repository with a branch `feature-x`, a tag `v1.0`, a remote
+/// `upstream` and a file `feature-notes.txt`, for the completion tests.
+fn repo_with_names(t: &Path) -> PathBuf {
+    let d = t.join("d");
+    dmv(t, &["init", "-q", d.to_str().unwrap()]);
+    write(&d, "feature-notes.txt", "a");
+    dmv(&d, &["add", "feature-notes.txt"]);
+    dmv(&d, &["commit", "-q", "-m", "one"]);
+    dmv(&d, &["branch", "feature-x"]);
+    dmv(&d, &["tag", "v1.0"]);
+    dmv(&d, &["remote", "add", "upstream", t.to_str().unwrap()]);
+    d
+}
+
+/// PATH with the dmv under test first, as the completion scripts run `dmv`.
+fn path_with_dmv() -> String {
+    format!(
+        "{}:{}",
+        bin().parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// Types a line and a Tab into an interactive zsh (in a pseudo-terminal,
+/// through zsh/zpty) whose completion system autoloads `$1/_dmv`, with
+/// `compadd` wrapped to write each word it is offered to `$1/offered`.
+const ZSH_TYPES_A_TAB: &str = r#"
+zmodload zsh/zpty || exit 2
+dir=$1 line=$2
+export DMV_COMPLETION_OUT=$dir/offered DMV_COMPLETION_DIR=$dir
+rm -f $dir/offered $dir/done
+zpty z zsh -f -i
+# Each line is written once the prompt is back: typed ahead while a
+# command runs, ^U would be the terminal's, not zle's.
+ready() { zpty -r z seen '*READY> ' }
+zpty -w z 'PS1="RE""ADY> " RPS1= ; unsetopt auto_list auto_menu beep'
+ready
+zpty -w z 'fpath=($DMV_COMPLETION_DIR $fpath); autoload -Uz compinit; compinit -u -D'
+ready
+zpty -w z 'compadd() { if (( ${@[(I)-[OAD]]} )); then builtin compadd "$@"; return; fi; local -a hits; builtin compadd -O hits "$@"; (( $#hits )) && print -rl -- $hits >> $DMV_COMPLETION_OUT; builtin compadd "$@"; }'
+ready
+zpty -w -n z "$line"$'\t'
+zpty -w z $'\C-u: > $DMV_COMPLETION_DIR/done'
+ready
+for i in {1..100}; do [[ -e $dir/done ]] && break; sleep 0.1; done
+zpty -d z
+[[ -e $dir/done ]] || { print -u2 "zsh did not finish the completion"; exit 1; }
+[[ -e $dir/offered ]] && cat $dir/offered
+exit 0
+"#;
+
+/// `dmv completions zsh`, autoloaded from $fpath as a user installs it,
+/// offers branch, tag and remote names where a command takes a revision or
+/// a remote, and paths where it takes paths, when Tab is pressed.
+#[test]
+fn zsh_completes_branch_tag_remote_and_path_names() {
+    assert!(
+        Command::new("zsh").args(["-fc", "true"]).output().is_ok(),
+        "zsh is not installed (scripts/test installs it)"
+    );
+    let t = tempfile::tempdir().unwrap();
+    let d = repo_with_names(t.path());
+    let functions = t.path().join("zsh");
+    std::fs::create_dir(&functions).unwrap();
+    std::fs::write(functions.join("_dmv"), dmv(&d, &["completions", "zsh"])).unwrap();
+    let driver = t.path().join("types-a-tab.zsh");
+    std::fs::write(&driver, ZSH_TYPES_A_TAB).unwrap();
+    let offered = |line: &str| -> Vec<String> {
+        let out = Command::new("timeout")
+            .current_dir(&d)
+            .env("PATH", path_with_dmv())
+            .arg("60")
+            .arg("zsh")
+            .arg("-f")
+            .arg(&driver)
+            .arg(&functions)
+            .arg(line)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{line}: {}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect()
+    };
+    let has = |line: &str, word: &str| offered(line).iter().any(|w| w == word);
+    // The command names, as clap's script gives them, still come.
+    assert!(has("dmv sw", "switch"));
+    assert!(has("dmv switch fea", "feature-x"));
+    assert!(!has("dmv switch fea", "feature-notes.txt"));
+    assert!(has("dmv merge v1", "v1.0"));
+    assert!(has("dmv push up", "upstream"));
+    assert!(has("dmv bisect good fea", "feature-x"));
+    // A revision or paths: both.
+    assert!(has("dmv diff fea", "feature-x"));
+    assert!(has("dmv diff fea", "feature-notes.txt"));
+    // Paths only: no names.
+    assert!(has("dmv add fea", "feature-notes.txt"));
+    assert!(!has("dmv add fea", "feature-x"));
+    assert!(!has("dmv checkout main -- fea", "feature-x"));
+    assert!(has("dmv checkout main -- fea", "feature-notes.txt"));
+}
+
+/// `dmv completions fish` offers the same names: `complete -C` in a real
+/// fish prints what Tab would offer.
+#[test]
+fn fish_completes_branch_tag_remote_and_path_names() {
+    assert!(
+        Command::new("fish").args(["-c", "true"]).output().is_ok(),
+        "fish is not installed (scripts/test installs it)"
+    );
+    let t = tempfile::tempdir().unwrap();
+    let d = repo_with_names(t.path());
+    let script = t.path().join("dmv.fish");
+    std::fs::write(&script, dmv(&d, &["completions", "fish"])).unwrap();
+    let offered = |line: &str| -> Vec<String> {
+        let out = Command::new("fish")
+            .current_dir(&d)
+            .env("PATH", path_with_dmv())
+            .arg("--no-config")
+            .arg("-c")
+            .arg(format!("source {}; complete -C '{line}'", script.display()))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{line}: {}", stderr(&out));
+        // Each candidate, then a tab and its description.
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.split('\t').next().unwrap_or("").to_string())
+            .collect()
+    };
+    let has = |line: &str, word: &str| offered(line).iter().any(|w| w == word);
+    assert!(has("dmv sw", "switch"));
+    assert!(has("dmv checkout fea", "feature-x"));
+    assert!(has("dmv switch fea", "feature-x"));
+    assert!(!has("dmv switch fea", "feature-notes.txt"));
+    assert!(has("dmv merge v1", "v1.0"));
+    assert!(has("dmv push up", "upstream"));
+    assert!(has("dmv bisect good fea", "feature-x"));
+    assert!(has("dmv remote remove up", "upstream"));
+    assert!(has("dmv diff fea", "feature-x"));
+    assert!(has("dmv diff fea", "feature-notes.txt"));
+    assert!(has("dmv add fea", "feature-notes.txt"));
+    assert!(!has("dmv add fea", "feature-x"));
+}
+
 /// `dmv manpages --install` writes where `man` looks without MANPATH.
 #[test]
 fn manpages_install_where_man_finds_them() {
