@@ -369,7 +369,19 @@ fn main() -> ExitCode {
                     msg.push(cause);
                 }
             }
-            let mut line = repo_args::printable(&msg.join(": ").replace('\n', " "));
+            // A server's hook speaks in lines of its own, `remote: …`,
+            // printed before the error as git prints them.
+            let joined = msg.join(": ");
+            let mut said = Vec::new();
+            for l in joined.split('\n').skip(1) {
+                match l.starts_with("remote: ") {
+                    true => eprintln!("{}", repo_args::printable(l)),
+                    false => said.push(l),
+                }
+            }
+            let first = joined.split('\n').next().unwrap_or_default();
+            said.insert(0, first);
+            let mut line = repo_args::printable(&said.join(" "));
             line.truncate(line.trim_end().len());
             if let Some(hint) = hints::hint(&e) {
                 line.push_str(&repo_args::printable(&hint));

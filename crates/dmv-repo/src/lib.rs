@@ -58,7 +58,9 @@ pub use history::rev_list::{subject_of, AuthorCommits};
 pub use history::revisions::RevisionRange;
 pub use history::tree;
 pub use history::tree::{diff_flat, Change, ChangeKind, FlatEntry, FlatTree};
-pub use history::tree_diff::{diff_trees, find_renames, refuse_unholdable_paths_between, Listed};
+pub use history::tree_diff::{
+    diff_trees, find_renames, refuse_unholdable_paths_between, visit_changes_between, Listed,
+};
 pub use merge::kept_both::KeptBoth;
 pub use merge::merge_state::{ConflictStatus, MergeKind, MergePhase, MergeState, MergeStatus};
 pub use merge::merging::{ConflictedPath, FastForward, Mended, MergeOutcome, Squashed};

@@ -62,6 +62,7 @@ pub(crate) fn authorize_token(
             .as_ref()
             .map_or_else(dmv_repo::WriteGrant::everything, TokenEntry::write_grant),
         events: dmv_sync::Events::default(),
+        pre_receive: None,
     };
     if writes {
         return match access {

@@ -519,6 +519,7 @@ async fn rpc(
     let caller = match authorize(&state, peer, &headers, verb) {
         Ok(caller) => Caller {
             events: state.webhooks.events_for(&name),
+            pre_receive: state.config.pre_receive_for(&name),
             ..caller
         },
         Err(refused) => return refused,

@@ -177,7 +177,18 @@ pub struct ServerConfig {
     /// Where each event (push, lock, unlock, upload, drop) is POSTed, signed.
     #[serde(default)]
     pub webhooks: Vec<WebhookConfig>,
+    /// The command (program, then arguments) run before any branch or tag
+    /// of any repository served moves; it may refuse the move.
+    #[serde(default)]
+    pub pre_receive: Option<Vec<String>>,
+    /// Seconds `pre_receive` may run (default 60), then it is killed and
+    /// the move refused.
+    #[serde(default)]
+    pub pre_receive_timeout_secs: Option<u64>,
 }
+
+/// Arguments of `pre_receive`, with its program, at most.
+pub const MAX_HOOK_ARGS: usize = 64;
 
 /// The events a webhook may ask for (`unlock` brings broken locks too).
 pub const WEBHOOK_EVENTS: &[&str] = &["push", "lock", "unlock", "break-lock", "upload", "drop"];
@@ -412,6 +423,36 @@ impl ServerConfig {
         if config.repos.is_empty() {
             return refuse("no [repos] to serve".into());
         }
+        if let Some(command) = &mut config.pre_receive {
+            if command.is_empty()
+                || command.len() > MAX_HOOK_ARGS
+                || command
+                    .iter()
+                    .any(|a| a.len() > MAX_WEBHOOK_FIELD || a.contains('\0'))
+            {
+                return refuse(format!(
+                    "pre_receive: give the program and its arguments, 1 to {MAX_HOOK_ARGS} of at most {MAX_WEBHOOK_FIELD} bytes"
+                ));
+            }
+            // A program named with a folder is a file (relative: to this
+            // file); a bare name is looked for on PATH when it runs.
+            let program = PathBuf::from(&command[0]);
+            if command[0].contains('/') {
+                let program = base.join(program);
+                if !program.is_file() {
+                    return refuse(format!("pre_receive: {} is not a file", program.display()));
+                }
+                command[0] = program.to_string_lossy().into_owned();
+            }
+        }
+        if let Some(secs) = config
+            .pre_receive_timeout_secs
+            .filter(|s| !(1..=MAX_IDLE_TIMEOUT_SECS).contains(s))
+        {
+            return refuse(format!(
+                "pre_receive_timeout_secs = {secs}: give between 1 and {MAX_IDLE_TIMEOUT_SECS} seconds"
+            ));
+        }
         if config.webhooks.len() > MAX_WEBHOOKS {
             return refuse(format!("more than {MAX_WEBHOOKS} [[webhooks]]"));
         }
@@ -531,6 +572,8 @@ impl ServerConfig {
             upload_bytes_per_user: None,
             trusted_proxies: Vec::new(),
             webhooks: Vec::new(),
+            pre_receive: None,
+            pre_receive_timeout_secs: None,
         })
     }
 
@@ -539,6 +582,18 @@ impl ServerConfig {
     /// in ACLs, which this does not read: there it says no.
     pub fn readable_by_others(path: &Path) -> bool {
         std::fs::metadata(path).is_ok_and(|m| cfg!(unix) && dmv_os::mode_of(&m) & 0o077 != 0)
+    }
+
+    /// The pre-receive hook as the requests to repository `repo` run it.
+    pub(crate) fn pre_receive_for(&self, repo: &str) -> Option<Arc<dmv_sync::PreReceive>> {
+        let command = self.pre_receive.clone()?;
+        Some(Arc::new(dmv_sync::PreReceive {
+            command,
+            timeout: self
+                .pre_receive_timeout_secs
+                .map_or(dmv_sync::DEFAULT_HOOK_TIMEOUT, Duration::from_secs),
+            repository: repo.to_string(),
+        }))
     }
 
     pub(crate) fn request_timeout(&self) -> Duration {

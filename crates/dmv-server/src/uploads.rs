@@ -107,6 +107,7 @@ fn writer(
             admin: viewer.admin,
             write: write_grant_of(state, headers),
             events: dmv_sync::Events::default(),
+            pre_receive: None,
         },
         owner,
     ))
@@ -360,6 +361,7 @@ async fn commit_uploads(
         Ok((caller, owner)) => (
             Caller {
                 events: state.webhooks.events_for(&repo),
+                pre_receive: state.config.pre_receive_for(&repo),
                 ..caller
             },
             owner,

@@ -90,6 +90,7 @@ pub use protocol::SEALED_HUB_HEADER;
 #[cfg(feature = "s3")]
 pub use serving::audit::read_bucket_audit;
 pub use serving::audit::{EventSink, Events};
+pub use serving::pre_receive::{PreReceive, DEFAULT_HOOK_TIMEOUT, MAX_HOOK_OUTPUT, MAX_HOOK_PATHS};
 #[cfg(feature = "s3")]
 pub use serving::relay::handle_relayed;
 pub use serving::serve::{handle_request, serve_stdio, Caller};

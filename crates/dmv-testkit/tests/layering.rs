@@ -863,6 +863,7 @@ const STARTS_PROGRAMS: &[(&str, &str)] = &[
     ("crates/dmv-sync/src/transport/ssh.rs", "the ssh transport runs ssh"),
     ("crates/dmv-sync/src/transport/stdio.rs", "a path remote is served by `dmv serve --stdio` in a child process unless the front end serves in process"),
     ("crates/dmv-repo/src/merge/mergetool.rs", "runs the merge tool the person configured"),
+    ("crates/dmv-sync/src/serving/pre_receive.rs", "runs the pre-receive hook the server's admin configured"),
     ("crates/dmv-mount/src/unmount.rs", "unmounts through fusermount3, the one way FUSE lets a user who is not root"),
     ("crates/dmv-testkit/src/lib.rs", "the tests' helpers run dmv, git and servers"),
 ];

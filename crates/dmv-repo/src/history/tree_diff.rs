@@ -28,7 +28,8 @@ pub fn diff_trees(
 ) -> RepoResult<Vec<Change>> {
     let mut out = Vec::new();
     visit_changes(&|t| read_dir(store, t), old, new, &mut |change| {
-        out.push(change)
+        out.push(change);
+        true
     })?;
     // Tree order puts a folder `a` before the file `a.txt`; paths sort `a.txt` first.
     out.sort_unstable_by(|a, b| a.path.cmp(&b.path));
@@ -48,17 +49,31 @@ pub fn refuse_unholdable_paths_between(
         &|t| read_dir_with(read_node, t),
         old,
         Some(new),
-        &mut |_| {},
+        &mut |_| true,
     )
 }
 
+/// Hands each file or symlink that differs between the trees `old` and
+/// `new` (None: an empty tree) to `each`, in no set order, reading folders
+/// through `read_node` (trees stored elsewhere: a bucket's) and only those
+/// that differ; stops when `each` says false.
+pub fn visit_changes_between(
+    read_node: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>,
+    old: Option<&ObjectId>,
+    new: Option<&ObjectId>,
+    each: &mut dyn FnMut(Change) -> bool,
+) -> RepoResult<()> {
+    visit_changes(&|t| read_dir_with(read_node, t), old, new, each)
+}
+
 /// Hands each file or symlink that differs between `old` and `new` to
-/// `each`, in no set order, holding none of them; folders come from `read_dir`.
+/// `each`, in no set order, holding none of them, until `each` says
+/// false; folders come from `read_dir`.
 fn visit_changes(
     read_dir: &dyn Fn(&ObjectId) -> RepoResult<Vec<TreeEntry>>,
     old: Option<&ObjectId>,
     new: Option<&ObjectId>,
-    each: &mut dyn FnMut(Change),
+    each: &mut dyn FnMut(Change) -> bool,
 ) -> RepoResult<()> {
     // Folders still to compare, with their path and depth: a stack, not
     // recursion, since a tree from elsewhere may nest without end.
@@ -97,12 +112,14 @@ fn visit_changes(
                     (_, None) => ChangeKind::Deleted,
                     _ => ChangeKind::Modified,
                 };
-                each(Change {
+                if !each(Change {
                     path: path.clone(),
                     kind,
                     old: old_file,
                     new: new_file,
-                });
+                }) {
+                    return Ok(());
+                }
             }
             let (old_sub, new_sub) = (folder(&o), folder(&n));
             if old_sub.is_some() || new_sub.is_some() {
@@ -317,7 +334,7 @@ impl History<'_> {
                 &|t| read_dir(&self.store, t),
                 parent_tree.as_ref(),
                 Some(&commit.tree),
-                &mut |_| {},
+                &mut |_| true,
             )?;
         }
         Ok(())

@@ -12,6 +12,7 @@ use crate::protocol::WireRefUpdate;
 use crate::serving::audit::record_in_bucket;
 use crate::serving::relay::{
     refuse_changes_to_others_locks, refuse_unholdable_paths, refuse_writes_outside_grant,
+    run_hook_on_bucket,
 };
 use crate::serving::upload::{
     checked, commit_on, kept_moving, store_files, unchanged, upload_event, UploadCommit, Uploaded,
@@ -69,6 +70,8 @@ pub fn commit_uploaded_to_bucket(
             old: head,
             new: Some(id),
         }];
+        // Before the move is announced: a slow hook holds up only this upload.
+        run_hook_on_bucket(bucket, caller, &updates)?;
         let moved = bucket.moving_refs(|bucket| {
             refuse_unholdable_paths(bucket, &updates)?;
             refuse_changes_to_others_locks(bucket, caller, &updates)?;

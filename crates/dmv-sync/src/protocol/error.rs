@@ -624,6 +624,16 @@ pub enum Refusal {
         /// How the request would change it.
         how: String,
     },
+    /// A ref update the server's pre-receive hook refused (exited
+    /// non-zero, or was killed at its timeout), with the first lines it
+    /// printed, each said on a line of its own as git says them.
+    #[error("refused by the server's pre-receive hook ({why}); nothing was changed{}", output.iter().map(|l| format!("\nremote: {l}")).collect::<String>())]
+    PreReceive {
+        /// How it ended: `it exited with status 1`, `it ran past its 60 s`.
+        why: String,
+        /// Its first lines of output (stderr, then stdout), bounded.
+        output: Vec<String>,
+    },
     /// A ref update of a name outside `refs/heads/` and `refs/tags/`.
     #[error("refusing to update {name}: only branches and tags can be pushed")]
     NotBranchOrTag {

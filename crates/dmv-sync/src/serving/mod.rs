@@ -4,10 +4,12 @@
 //! and a repository answering in the same process as a remote
 //! (`in_process`).
 //!
-//! Read bottom up: `audit` (what servers record of what they decided), `serve`, `relay`, `upload`, `in_process`.
+//! Read bottom up: `audit` (what servers record of what they decided),
+//! `pre_receive` (the admin's command that may refuse a ref move), `serve`, `relay`, `upload`, `in_process`.
 
 pub(crate) mod audit;
 pub(crate) mod in_process;
+pub(crate) mod pre_receive;
 #[cfg(feature = "s3")]
 pub(crate) mod relay;
 pub(crate) mod serve;

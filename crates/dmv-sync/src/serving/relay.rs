@@ -28,6 +28,7 @@ use crate::protocol::frame::{Frame, FrameReader, FrameWriter};
 use crate::protocol::objects::ref_may_hold;
 use crate::protocol::{Request, Response, WireRefUpdate, LOCATIONS_PER_PIECE, MAX_IDS_PER_REQUEST};
 use crate::serving::audit::{audit_ref, record_in_bucket};
+use crate::serving::pre_receive::run_pre_receive;
 use crate::serving::serve::{
     answer_as_allowed, caller_label, caller_name, drop_detail, io_lost, path_event,
     refuse_locks_outside_grant, server_version, Caller, MAX_CONTENT_LOCK_SECONDS,
@@ -134,6 +135,8 @@ fn answer<R: Read, W: Write>(
                 .iter()
                 .map(|u| audit_ref(&u.name, u.old, u.new))
                 .collect();
+            // Before the move is announced: a slow hook holds up only this push.
+            run_hook_on_bucket(bucket, caller, &updates)?;
             // The check against the locks and the swap are one announced move
             // (an empty update only asks whether this client may push).
             let moved = match updates.is_empty() {
@@ -305,6 +308,25 @@ fn moves_of(updates: &[WireRefUpdate]) -> Vec<RefMove<'_>> {
             new: u.new,
         })
         .collect()
+}
+
+/// Runs the caller's pre-receive hook on `updates` (`run_pre_receive`,
+/// every tree read from the bucket); an error refuses them all.
+pub(crate) fn run_hook_on_bucket(
+    bucket: &mut BucketRemote,
+    caller: &Caller,
+    updates: &[WireRefUpdate],
+) -> SyncResult<()> {
+    if caller.pre_receive.is_none() {
+        return Ok(());
+    }
+    let objects = BucketObjects(std::cell::RefCell::new(bucket));
+    run_pre_receive(
+        caller.pre_receive.as_deref(),
+        caller.user.as_deref(),
+        &moves_of(updates),
+        &objects,
+    )
 }
 
 /// Refuses ref updates that change a path outside the caller's write

@@ -6,6 +6,7 @@ use std::io::{Read, Write};
 use std::path::Path;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use dmv_repo::store::object::{Commit, Tag, TreeNode};
 use dmv_repo::store::{ObjectId, ObjectKind, WriteSession};
@@ -22,6 +23,7 @@ use crate::protocol::{
     refs_digest, Request, Response, WireClaim, WireRefUpdate, LOCATIONS_PER_PIECE, VERSION,
 };
 use crate::serving::audit::{audit_ref, record_in_dir, Events};
+use crate::serving::pre_receive::{run_pre_receive, PreReceive};
 use crate::TransportError;
 use crate::{Refusal, SyncError, SyncResult, Violation};
 use dmv_repo::ref_names::{BRANCHES, REMOTE_BRANCHES, TAGS};
@@ -48,6 +50,8 @@ pub struct Caller {
     pub write: WriteGrant,
     /// Where the server hears of what this caller did (besides the audit log).
     pub events: Events,
+    /// The command that may refuse this caller's ref moves (None: no hook).
+    pub pre_receive: Option<Arc<PreReceive>>,
 }
 
 impl Caller {
@@ -74,6 +78,7 @@ impl Caller {
                 admin,
                 write: WriteGrant::everything(),
                 events: Events::default(),
+                pre_receive: None,
             }
         }
         // Windows: files' owners are not at hand here; who can write the
@@ -89,6 +94,7 @@ impl Caller {
                 admin,
                 write: WriteGrant::everything(),
                 events: Events::default(),
+                pre_receive: None,
             }
         }
     }
@@ -632,9 +638,6 @@ pub(crate) fn update_refs(
     }
     // From the check that each new commit is here until the refs keep it alive.
     let _gc = repo.store.hold_off_gc()?;
-    // From the check against the locks until the refs moved: a lock is
-    // taken either before this push is checked or after it landed.
-    let locks = repo.locks().hold_locks()?;
     let checked_out = match repo.head()? {
         Head::Branch(b) if !repo.config.bare => Some(b),
         _ => None,
@@ -676,6 +679,16 @@ pub(crate) fn update_refs(
         });
     }
     refuse_unholdable_paths(repo, &batch)?;
+    // Before the lock table's lock: a slow hook holds up only this push.
+    run_pre_receive(
+        caller.pre_receive.as_deref(),
+        caller.user.as_deref(),
+        &moves_of(&batch),
+        &StoreObjects(repo),
+    )?;
+    // From the check against the locks until the refs moved: a lock is
+    // taken either before this push is checked or after it landed.
+    let locks = repo.locks().hold_locks()?;
     refuse_changes_to_others_locks(repo, caller, &locks.table, &batch)?;
     refuse_writes_outside_grant(repo, caller, &batch)?;
     match repo.refs.update(&batch, who, message) {
