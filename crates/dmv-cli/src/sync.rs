@@ -798,6 +798,7 @@ fn serve_paths(paths: Vec<PathBuf>, listen: Option<String>) -> Result<u8> {
             email,
             access: dmv_server::TokenAccess::Admin,
             write: None,
+            groups: Vec::new(),
         };
         let (token, secret) = dmv_server::TokensFile::add(&tokens_path, &new)?;
         Some((token, secret))

@@ -48,6 +48,10 @@ enum TokensAction {
         /// more; without one, every path.
         #[arg(long, value_name = "PATTERN")]
         write: Vec<String>,
+        /// A group of the server's `[groups]` the holder is in (its paths are granted too),
+        /// again for more.
+        #[arg(long, value_name = "NAME")]
+        group: Vec<String>,
     },
     /// Remove a token (by the id `list` shows); a running server refuses it from its next request.
     Revoke {
@@ -85,6 +89,7 @@ pub fn tokens(a: TokensArgs) -> Result<u8> {
                             "name": t.name,
                             "email": t.email,
                             "write": t.write,
+                            "groups": t.groups,
                             "created": t.created,
                         })
                     })
@@ -106,8 +111,12 @@ pub fn tokens(a: TokensArgs) -> Result<u8> {
                     Some(patterns) => format!("  write {}", printable(&patterns.join(", "))),
                     None => String::new(),
                 };
+                let groups = match t.groups.is_empty() {
+                    true => String::new(),
+                    false => format!("  groups {}", printable(&t.groups.join(", "))),
+                };
                 println!(
-                    "{}  {:<5}  {}  {}{person}{write}",
+                    "{}  {:<5}  {}  {}{person}{write}{groups}",
                     t.id,
                     t.access.as_str(),
                     dmv_repo::utc_time(t.created.min(i64::MAX as u64) as i64),
@@ -122,6 +131,7 @@ pub fn tokens(a: TokensArgs) -> Result<u8> {
             email,
             access,
             write,
+            group,
         } => {
             let (token, secret) = TokensFile::add(
                 &path,
@@ -131,6 +141,7 @@ pub fn tokens(a: TokensArgs) -> Result<u8> {
                     email,
                     access,
                     write: (!write.is_empty()).then_some(write),
+                    groups: group,
                 },
             )?;
             eprintln!(

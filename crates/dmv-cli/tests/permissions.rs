@@ -438,3 +438,161 @@ fn tokens_keep_and_show_their_write_lists() {
     assert!(!bad.status.success());
     assert!(stderr(&bad).contains("not a glob"), "{}", stderr(&bad));
 }
+
+/// Groups: `[groups] artists = { write = ["art/**"] }`; a token in
+/// several groups may write what any of them may (and its own `write`),
+/// whether it is in `[tokens]` or made by `dmv tokens add --group`.
+#[test]
+fn a_member_writes_what_its_groups_grant_and_nothing_else() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let lead = seed(t);
+    write(&lead, "audio/theme.wav", "la la");
+    write(&lead, "docs/guide.md", "read me");
+    commit_all(&lead, "audio and docs");
+    let dir = t.join("hub");
+    dmv(t, &["init", "--bare", dir.to_str().unwrap()]);
+    must(&lead, &["push", dir.to_str().unwrap(), "main"]);
+    let tokens = t.join("tokens.toml");
+    let bea = must(
+        t,
+        &[
+            "tokens",
+            "--file",
+            tokens.to_str().unwrap(),
+            "add",
+            "--user",
+            "bea",
+            "--access",
+            "write",
+            "--group",
+            "audio",
+            "--write",
+            "docs/**",
+        ],
+    );
+    let listed = must(t, &["tokens", "--file", tokens.to_str().unwrap(), "list"]);
+    assert!(listed.contains("write docs/**  groups audio"), "{listed}");
+    let config = t.join("server.toml");
+    std::fs::write(
+        &config,
+        "tokens_file = \"tokens.toml\"\n[repos]\nhub = \"hub\"\n\
+         [groups]\nartists = { write = [\"art/**\"] }\naudio = { write = [\"audio/**\"] }\nleads = {}\n\
+         [tokens]\n\"tok-lead\" = { access = \"write\", user = \"lead\", groups = [\"leads\"], write = [] }\n\
+         \"tok-ann\" = { access = \"write\", user = \"ann\", groups = [\"artists\", \"audio\"] }\n",
+    )
+    .unwrap();
+    let server = HttpServer::start_with(&config, 0);
+    let hub = Hub {
+        servers: [server, HttpServer::start_with(&config, 0)],
+        t: t.to_path_buf(),
+        checks: Default::default(),
+    };
+    for (user, token) in [("ann", "tok-ann"), ("bea", bea.trim())] {
+        let clone = t.join(user);
+        must(
+            t,
+            &[
+                "clone",
+                "--token",
+                token,
+                &hub.url(0),
+                clone.to_str().unwrap(),
+            ],
+        );
+        // Inside either group's paths (or the token's own) it lands.
+        let own = match user {
+            "ann" => "art/hero.psd",
+            _ => "docs/guide.md",
+        };
+        commit(&clone, own, &format!("{user}'s change"), "mine");
+        let tip = commit(
+            &clone,
+            "audio/theme.wav",
+            &format!("{user}'s theme"),
+            "theme",
+        );
+        must(&clone, &["push", "origin", "main"]);
+        assert_eq!(hub.branch("main").as_deref(), Some(tip.as_str()));
+        // Outside all of them it is refused, naming the path.
+        let outside = match user {
+            "ann" => "docs/guide.md",
+            _ => "art/hero.psd",
+        };
+        commit(&clone, outside, "not yours", "overreach");
+        refused(&hub, &clone, &["push", "origin", "main"], outside);
+        must(&clone, &["reset", "--hard", &tip]);
+    }
+    // A group without `write` grants everything, whatever the token's own list.
+    let lead_clone = t.join("lead2");
+    must(
+        t,
+        &[
+            "clone",
+            "--token",
+            "tok-lead",
+            &hub.url(1),
+            lead_clone.to_str().unwrap(),
+        ],
+    );
+    let tip = commit(&lead_clone, "code/main.rs", "fn main() { go() }\n", "go");
+    must(&lead_clone, &["push", "origin", "main"]);
+    assert_eq!(hub.branch("main").as_deref(), Some(tip.as_str()));
+}
+
+/// A token naming a group the configuration lacks stops the server at
+/// start, in one line, in `[tokens]` and in a tokens file alike.
+#[test]
+fn an_unknown_group_stops_the_server_in_one_line() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    dmv(t, &["init", "--bare", "hub"]);
+    let tokens = t.join("tokens.toml");
+    must(
+        t,
+        &[
+            "tokens",
+            "--file",
+            tokens.to_str().unwrap(),
+            "add",
+            "--user",
+            "x",
+            "--access",
+            "write",
+            "--group",
+            "sound",
+        ],
+    );
+    for (text, says) in [
+        (
+            "[repos]\nhub = \"hub\"\n[groups]\nart = { write = [\"art/**\"] }\n[tokens]\n\"tok\" = { access = \"write\", user = \"u\", groups = [\"artists\"] }\n",
+            "no group \"artists\"",
+        ),
+        (
+            "tokens_file = \"tokens.toml\"\n[repos]\nhub = \"hub\"\n[groups]\nart = { write = [\"art/**\"] }\n",
+            "no group \"sound\"",
+        ),
+        (
+            "[repos]\nhub = \"hub\"\n[groups]\nart = { write = [\"art/[\"] }\n",
+            "not a glob",
+        ),
+    ] {
+        let config = t.join("server.toml");
+        std::fs::write(&config, text).unwrap();
+        let out = run(
+            t,
+            &[
+                "serve",
+                "--config",
+                config.to_str().unwrap(),
+                "--listen",
+                "127.0.0.1:0",
+            ],
+        );
+        let err = stderr(&out);
+        assert!(!out.status.success(), "{err}");
+        assert!(err.contains(says), "{err}");
+        let lines = err.trim().lines().filter(|l| !l.starts_with("warning"));
+        assert_eq!(lines.count(), 1, "{err}");
+    }
+}

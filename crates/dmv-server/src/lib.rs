@@ -36,8 +36,8 @@ mod webhooks;
 
 pub use server::{run, serve, MAX_HEAD_BYTES, MAX_REQUEST_BYTES};
 pub use server_config::{
-    BrowseAccess, NamedToken, ReadAccess, ServerConfig, TokenAccess, TokenEntry, WebhookConfig,
-    DEFAULT_IDLE_TIMEOUT_SECS,
+    BrowseAccess, GroupConfig, NamedToken, ReadAccess, ServerConfig, TokenAccess, TokenEntry,
+    WebhookConfig, DEFAULT_IDLE_TIMEOUT_SECS,
 };
 pub use tokens_file::{
     FileToken, NewToken, TokensFile, MAX_FIELD_BYTES, MAX_FILE_BYTES, MAX_ID_BYTES, MAX_TOKENS,

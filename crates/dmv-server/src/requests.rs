@@ -60,7 +60,7 @@ pub(crate) fn authorize_token(
         admin: access == Some(TokenAccess::Admin),
         write: entry
             .as_ref()
-            .map_or_else(dmv_repo::WriteGrant::everything, TokenEntry::write_grant),
+            .map_or_else(dmv_repo::WriteGrant::everything, |e| config.write_grant(e)),
         events: dmv_sync::Events::default(),
         pre_receive: None,
     };

@@ -13,7 +13,7 @@ use dmv_repo::WriteGrant;
 use dmv_sync::AddressError;
 use dmv_sync::{SyncError, SyncResult};
 
-use crate::tokens_file::{TokensFile, WatchedTokens};
+use crate::tokens_file::{TokensFile, WatchedTokens, MAX_GROUPS_PER_TOKEN};
 
 /// Who may fetch and clone: the config's `read`, `"open"` or `"token"`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -60,6 +60,9 @@ pub struct NamedToken {
     /// pattern syntax; none: every path. See [`dmv_repo::WriteGrant`].
     #[serde(default)]
     pub write: Option<Vec<String>>,
+    /// The `[groups]` the holder is in: their grants and `write` unite.
+    #[serde(default)]
+    pub groups: Vec<String>,
 }
 
 impl TokenEntry {
@@ -95,20 +98,20 @@ impl TokenEntry {
             TokenEntry::Named(t) => t.email.as_deref(),
         }
     }
-
-    /// The paths the holder may change: everything without a `write`
-    /// list. A list that does not compile (the file was checked when it
-    /// was read, so never) grants nothing.
-    pub(crate) fn write_grant(&self) -> WriteGrant {
-        match self {
-            TokenEntry::Named(NamedToken {
-                write: Some(patterns),
-                ..
-            }) => WriteGrant::parse(patterns).unwrap_or_else(|_| WriteGrant::nothing()),
-            _ => WriteGrant::everything(),
-        }
-    }
 }
+
+/// A group of users, `[groups] artists = { write = ["art/**"] }`: the
+/// paths its members may change (without `write`: every path).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupConfig {
+    /// Patterns as a token's `write` takes them.
+    #[serde(default)]
+    pub write: Option<Vec<String>>,
+}
+
+/// `[groups]` in one configuration, at most.
+pub const MAX_GROUPS: usize = 1000;
 
 /// The server's configuration file (TOML).
 #[derive(Clone, Debug, Deserialize)]
@@ -177,6 +180,9 @@ pub struct ServerConfig {
     /// Where each event (push, lock, unlock, upload, drop) is POSTed, signed.
     #[serde(default)]
     pub webhooks: Vec<WebhookConfig>,
+    /// Group name → the paths its members may change.
+    #[serde(default)]
+    pub groups: BTreeMap<String, GroupConfig>,
     /// The command (program, then arguments) run before any branch or tag
     /// of any repository served moves; it may refuse the move.
     #[serde(default)]
@@ -468,7 +474,7 @@ impl ServerConfig {
                     ("name", t.name.as_ref()),
                     ("email", t.email.as_ref()),
                 ];
-                if let Some(Err(e)) = t.write.as_deref().map(WriteGrant::parse) {
+                if let Err(e) = config.grant_of(t.write.as_deref(), &t.groups) {
                     let shown: String = token.chars().take(4).collect();
                     return refuse(format!("[tokens] {shown}…: {e}"));
                 }
@@ -486,9 +492,18 @@ impl ServerConfig {
                 }
             }
         }
+        if config.groups.len() > MAX_GROUPS {
+            return refuse(format!("more than {MAX_GROUPS} [groups]"));
+        }
+        for (name, group) in &config.groups {
+            if let Some(Err(e)) = group.write.as_deref().map(WriteGrant::parse) {
+                let shown: String = name.chars().take(40).collect();
+                return refuse(format!("[groups] {shown:?}: {e}"));
+            }
+        }
         if let Some(file) = config.tokens_file.clone() {
-            // A broken file is said at start, not at the first client.
-            TokensFile::read(&file)?;
+            // A broken file, or one naming a group not here, is said at start, not at the first client.
+            config.check_groups_of(&TokensFile::read(&file)?, &file)?;
             config.watched_tokens = Some(Arc::new(WatchedTokens::new(file)));
         }
         if let Some(secs) = config
@@ -544,13 +559,13 @@ impl ServerConfig {
     /// The configuration of `dmv serve PATH…` without a file: these
     /// repositories (URL name → directory), readable and browsable with a
     /// token of `tokens_file` only, every other setting its default.
-    /// Fails when the tokens file cannot be read or is invalid.
+    /// Fails when the tokens file cannot be read or is invalid, or names a group.
     pub fn for_repos(
         repos: BTreeMap<String, PathBuf>,
         tokens_file: PathBuf,
     ) -> SyncResult<ServerConfig> {
-        TokensFile::read(&tokens_file)?;
-        Ok(ServerConfig {
+        let file = TokensFile::read(&tokens_file)?;
+        let config = ServerConfig {
             listen: None,
             read: ReadAccess::Token,
             repos: repos
@@ -574,7 +589,14 @@ impl ServerConfig {
             webhooks: Vec::new(),
             pre_receive: None,
             pre_receive_timeout_secs: None,
-        })
+            groups: BTreeMap::new(),
+        };
+        // Without a configuration there are no groups to be in.
+        config.check_groups_of(
+            &file,
+            config.tokens_file.as_deref().unwrap_or(Path::new("")),
+        )?;
+        Ok(config)
     }
 
     /// Whether the file at `path` may be read by accounts other than its
@@ -594,6 +616,71 @@ impl ServerConfig {
                 .map_or(dmv_sync::DEFAULT_HOOK_TIMEOUT, Duration::from_secs),
             repository: repo.to_string(),
         }))
+    }
+
+    /// The paths `entry`'s holder may change: everything for a token
+    /// without a user; else its own `write` list united with its groups'
+    /// (a group without one grants everything), everything when it has
+    /// neither. A grant that cannot be made (a group gone from a tokens
+    /// file's view since start; checked at start, so never otherwise)
+    /// grants nothing.
+    pub(crate) fn write_grant(&self, entry: &TokenEntry) -> WriteGrant {
+        match entry {
+            TokenEntry::Access(_) => WriteGrant::everything(),
+            TokenEntry::Named(t) => self
+                .grant_of(t.write.as_deref(), &t.groups)
+                .unwrap_or_else(|_| WriteGrant::nothing()),
+        }
+    }
+
+    /// The grant of a token's own `write` (None: none given) and its
+    /// `groups`: one line naming what is wrong when it cannot be made.
+    pub(crate) fn grant_of(
+        &self,
+        own: Option<&[String]>,
+        groups: &[String],
+    ) -> Result<WriteGrant, String> {
+        if groups.is_empty() {
+            return own.map_or(Ok(WriteGrant::everything()), WriteGrant::parse);
+        }
+        if groups.len() > MAX_GROUPS_PER_TOKEN {
+            return Err(format!(
+                "in {} groups, past the {MAX_GROUPS_PER_TOKEN} allowed",
+                groups.len()
+            ));
+        }
+        let mut patterns: Vec<String> = own.unwrap_or_default().to_vec();
+        let mut everything = false;
+        for name in groups {
+            let Some(group) = self.groups.get(name) else {
+                let shown: String = name.chars().take(40).collect();
+                return Err(format!("no group {shown:?} in [groups]"));
+            };
+            match &group.write {
+                None => everything = true,
+                Some(list) => patterns.extend(list.iter().cloned()),
+            }
+        }
+        if everything {
+            return Ok(WriteGrant::everything());
+        }
+        // Two groups granting one folder count it once against the bound.
+        let mut seen = std::collections::HashSet::new();
+        patterns.retain(|p| seen.insert(p.clone()));
+        WriteGrant::parse(&patterns)
+    }
+
+    /// Refuses a tokens file naming a group this configuration lacks.
+    fn check_groups_of(&self, file: &TokensFile, path: &Path) -> SyncResult<()> {
+        for t in &file.tokens {
+            if let Err(e) = self.grant_of(t.write.as_deref(), &t.groups) {
+                return Err(SyncError::ServerConfig {
+                    path: path.to_path_buf(),
+                    detail: format!("token {}: {e}", t.id),
+                });
+            }
+        }
+        Ok(())
     }
 
     pub(crate) fn request_timeout(&self) -> Duration {
@@ -653,6 +740,7 @@ impl ServerConfig {
                 name: t.name.clone(),
                 email: t.email.clone(),
                 write: t.write.clone(),
+                groups: t.groups.clone(),
             })
         })
     }

@@ -60,6 +60,8 @@ pub const MAX_TOKENS: usize = 10_000;
 pub const MAX_FIELD_BYTES: usize = 256;
 /// Bytes of an id.
 pub const MAX_ID_BYTES: usize = 32;
+/// Groups one token is in, at most.
+pub const MAX_GROUPS_PER_TOKEN: usize = 64;
 
 /// One token of the file: everything but its secret.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -79,6 +81,9 @@ pub struct FileToken {
     /// The paths the holder may change (None: every path), checked by
     /// [`dmv_repo::WriteGrant::parse`] when the file is read.
     pub write: Option<Vec<String>>,
+    /// The server's `[groups]` the holder is in (their grants unite with
+    /// `write`): checked against the server's configuration at its start.
+    pub groups: Vec<String>,
     /// When it was made, seconds since 1970 (UTC).
     pub created: u64,
 }
@@ -96,6 +101,8 @@ pub struct NewToken {
     pub access: TokenAccess,
     /// The paths it may change (None: every path).
     pub write: Option<Vec<String>>,
+    /// The server's groups it is in.
+    pub groups: Vec<String>,
 }
 
 /// The tokens of one file.
@@ -125,6 +132,8 @@ struct RawToken {
     email: Option<String>,
     #[serde(default)]
     write: Option<Vec<String>>,
+    #[serde(default)]
+    groups: Vec<String>,
     created: u64,
 }
 
@@ -161,6 +170,19 @@ fn check_new(t: &NewToken) -> Result<(), String> {
     check_field("the user", &t.user)?;
     check_field("the name", t.name.as_deref().unwrap_or(""))?;
     check_field("the email", t.email.as_deref().unwrap_or(""))?;
+    if t.groups.len() > MAX_GROUPS_PER_TOKEN {
+        return Err(format!(
+            "in {} groups, past the {} allowed",
+            t.groups.len(),
+            MAX_GROUPS_PER_TOKEN
+        ));
+    }
+    for group in &t.groups {
+        if group.trim().is_empty() {
+            return Err("a group's name is empty".into());
+        }
+        check_field("a group's name", group)?;
+    }
     match &t.write {
         Some(patterns) => dmv_repo::WriteGrant::parse(patterns).map(drop),
         None => Ok(()),
@@ -244,6 +266,7 @@ impl TokensFile {
                 email: t.email.clone(),
                 access: t.access,
                 write: t.write.clone(),
+                groups: t.groups.clone(),
             })
             .map_err(at)?;
             tokens.push(FileToken {
@@ -254,6 +277,7 @@ impl TokensFile {
                 name: t.name.filter(|s| !s.is_empty()),
                 email: t.email.filter(|s| !s.is_empty()),
                 write: t.write,
+                groups: t.groups,
                 created: t.created,
             });
         }
@@ -302,6 +326,10 @@ impl TokensFile {
             if let Some(write) = &t.write {
                 let list: Vec<String> = write.iter().map(|p| quoted(p)).collect();
                 out.push_str(&format!("write = [{}]\n", list.join(", ")));
+            }
+            if !t.groups.is_empty() {
+                let list: Vec<String> = t.groups.iter().map(|g| quoted(g)).collect();
+                out.push_str(&format!("groups = [{}]\n", list.join(", ")));
             }
             out.push_str(&format!("created = {}\n", t.created));
         }
@@ -364,6 +392,7 @@ impl TokensFile {
                 name: new.name.clone().filter(|s| !s.is_empty()),
                 email: new.email.clone().filter(|s| !s.is_empty()),
                 write: new.write.clone(),
+                groups: new.groups.clone(),
                 created,
             };
             file.tokens.push(token.clone());
@@ -507,6 +536,7 @@ mod tests {
                     name: Some("Ann Example".into()),
                     email: Some("ann@example.com".into()),
                     write: None,
+                    groups: Vec::new(),
                     created: 1_700_000_000,
                 },
                 FileToken {
@@ -517,6 +547,7 @@ mod tests {
                     name: None,
                     email: None,
                     write: None,
+                    groups: Vec::new(),
                     created: 1_700_000_100,
                 },
                 FileToken {
@@ -527,6 +558,7 @@ mod tests {
                     name: None,
                     email: None,
                     write: Some(vec!["art/**".into(), "audio/\"x\"/*.wav".into()]),
+                    groups: vec!["artists".into()],
                     created: 1_700_000_200,
                 },
             ],
@@ -564,6 +596,7 @@ hash = \"ae7e27171a2bfb8007d20821dc33d85eb004fc42541bbce949782e6a9baba4e2\"
 access = \"write\"
 user = \"artist\"
 write = [\"art/**\", \"audio/\\\"x\\\"/*.wav\"]
+groups = [\"artists\"]
 created = 1700000200
 ";
         assert_eq!(text, golden);
@@ -592,6 +625,7 @@ created = 1700000200
                 email: None,
                 access: TokenAccess::Write,
                 write: None,
+                groups: Vec::new(),
             },
         )
         .unwrap();
@@ -730,6 +764,7 @@ created = 1700000200
                     name: None,
                     email: None,
                     write,
+                    groups: Vec::new(),
                     created: 1,
                 }],
             };

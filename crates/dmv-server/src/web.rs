@@ -192,7 +192,9 @@ pub(crate) fn token_hash_of(state: &ServerState, headers: &HeaderMap) -> Option<
 pub(crate) fn write_grant_of(state: &ServerState, headers: &HeaderMap) -> dmv_repo::WriteGrant {
     token_hash_of(state, headers)
         .and_then(|t| state.config.token_access_by_hash(&t))
-        .map_or_else(dmv_repo::WriteGrant::nothing, |e| e.write_grant())
+        .map_or_else(dmv_repo::WriteGrant::nothing, |e| {
+            state.config.write_grant(&e)
+        })
 }
 
 /// Who is browsing, from the bearer header or the login's session; a
