@@ -10,6 +10,7 @@ mod import;
 mod inspect;
 mod keys;
 mod locks;
+mod log_graph;
 mod mergecmd;
 mod mount;
 mod partial;
@@ -17,6 +18,7 @@ mod progress;
 mod rebasecmd;
 mod refcmds;
 mod repo_args;
+mod reviewcmds;
 mod sync;
 mod terminal;
 mod textcmds;
@@ -195,6 +197,10 @@ enum Command {
     Unlock(locks::UnlockArgs),
     /// List the locks the remote holds (who, from which replica, since when).
     Locks(locks::LocksArgs),
+    /// Comment on a version of a file: a region of a photo, a moment of a film, lines of a text.
+    Comment(reviewcmds::CommentArgs),
+    /// Propose a branch for another, approve it, land it.
+    Review(reviewcmds::ReviewArgs),
     /// Who pushed, locked, unlocked, uploaded and dropped what and when, on the hub here.
     Audit(locks::AuditArgs),
     /// Run DMV end to end on generated sample media in a temporary folder.
@@ -313,6 +319,8 @@ fn main() -> ExitCode {
         Command::Edit(a) => locks::edit(a),
         Command::Unlock(a) => locks::unlock(a),
         Command::Locks(a) => locks::locks(a),
+        Command::Comment(a) => reviewcmds::comment(a),
+        Command::Review(a) => reviewcmds::review(a),
         Command::Audit(a) => locks::audit(a),
         Command::Demo(a) => demo::run(a),
         Command::Completions { shell } => completion::print_script(shell, Cli::command()),

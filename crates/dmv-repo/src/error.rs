@@ -455,6 +455,10 @@ pub enum RepoError {
     /// `bisect` asked for what the bisection in progress (or its absence) does not allow.
     #[error("{0}")]
     Bisect(String),
+    /// A union log (the review log) that cannot take or give its entries:
+    /// an entry out of bounds, a log past its reader's budget.
+    #[error("{0}")]
+    Log(String),
     /// Chosen changes were to be staged on a version of a file that is no
     /// longer the one staged: something else staged it meanwhile.
     #[error("{path} was staged again meanwhile: nothing of it was staged; look at it again")]

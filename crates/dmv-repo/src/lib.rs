@@ -61,6 +61,7 @@ pub use history::tree::{diff_flat, Change, ChangeKind, FlatEntry, FlatTree};
 pub use history::tree_diff::{
     diff_trees, find_renames, refuse_unholdable_paths_between, visit_changes_between, Listed,
 };
+pub use history::union_log::{LogEntry, MAX_LOG_ENTRY_BYTES};
 pub use merge::kept_both::KeptBoth;
 pub use merge::merge_state::{ConflictStatus, MergeKind, MergePhase, MergeState, MergeStatus};
 pub use merge::merging::{ConflictedPath, FastForward, Mended, MergeOutcome, Squashed};

@@ -9,6 +9,11 @@ pub const BRANCHES: &str = "refs/heads/";
 pub const TAGS: &str = "refs/tags/";
 /// Where remote-tracking branches live (`refs/remotes/origin/main`).
 pub const REMOTE_BRANCHES: &str = "refs/remotes/";
+/// Where the logs merged by union live (`refs/meta/review`): every replica
+/// fetches and pushes them, joining rather than replacing.
+pub const UNION_LOGS: &str = "refs/meta/";
+/// The review log: comments and reviews, one entry per commit.
+pub const REVIEW_LOG: &str = "refs/meta/review";
 /// Where `stash` keeps its entries.
 pub const STASHES: &str = "refs/stashes/";
 

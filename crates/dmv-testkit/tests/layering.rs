@@ -38,6 +38,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("dmv-web", &["dmv-repo", "dmv-media"]),
     // A Git repository's history converted into a repository.
     ("dmv-gitimport", &["dmv-repo"]),
+    // Comments and reviews, read from and written to the repository's review log.
+    ("dmv-review", &["dmv-repo"]),
     // The store and the refs reach dmv-sync only through dmv-repo's and dmv-bucket's re-exports.
     ("dmv-sync", &["dmv-os", "dmv-repo", "dmv-bucket"]),
     // The HTTP server: a leaf above the sync library, which embedders use without it.
@@ -58,6 +60,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "dmv-server",
             "dmv-agent",
             "dmv-mount",
+            "dmv-review",
         ],
     ),
     // When a batch of changes in a folder has settled, for `dmv watch`: file events and stat, no DMV crate.

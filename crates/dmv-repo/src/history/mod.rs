@@ -10,7 +10,8 @@
 //!
 //! Read bottom up: `tree`, `graph`, `revisions`, `branches`, `object_rules`,
 //! `tree_diff`, `archive`, `mailmap`, `rev_list`, `describe`, `blame`,
-//! `grep`, `pickaxe`, `log_query`.
+//! `grep`, `pickaxe`, `log_query`, and `union_log` (logs of entries kept
+//! as history and merged by union: the review log).
 
 pub(crate) mod archive;
 pub(crate) mod blame;
@@ -27,3 +28,4 @@ pub(crate) mod rev_list;
 pub(crate) mod revisions;
 pub mod tree;
 pub(crate) mod tree_diff;
+pub(crate) mod union_log;

@@ -7,6 +7,7 @@ use dmv_repo::{EarlyCheckout, Phase, Progress, RefUpdate, Repository};
 use crate::operations::locations::share_locations_after_fetch;
 use crate::operations::partial::get_what_the_source_lacked;
 use crate::operations::receive::fetch_objects;
+use crate::operations::union_logs::fetch_union_logs;
 use crate::protocol::objects::TransferStats;
 use crate::transport::remote::{Remote, RemoteRefs};
 use crate::SyncResult;
@@ -33,6 +34,9 @@ pub struct Fetched {
     pub remote_head: Option<String>,
     /// The local refs that moved or were created.
     pub updated: Vec<FetchedRef>,
+    /// The union logs (the review log) that gained the remote's entries.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub logs: Vec<String>,
     /// What was received.
     pub stats: TransferStats,
     /// Files whose data the source (a partial replica) lacked and no other remote gave.
@@ -116,11 +120,13 @@ pub(crate) fn fetch_refs(
         }
         Ok(())
     })?;
+    let logs = fetch_union_logs(repo, remote, &refs, progress)?;
     repo.tidy_store();
     share_locations_after_fetch(repo, remote, &objects.files)?;
     Ok(Fetched {
         remote_head: head,
         updated,
+        logs,
         stats: objects.stats,
         lacking: objects.lacking,
         remote_refs: refs.into_iter().map(|(name, _)| name).collect(),

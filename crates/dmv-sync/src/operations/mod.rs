@@ -9,7 +9,8 @@
 //! fetching first in a partial replica what their line merges read), `news` (whether a remote moved since the last sync,
 //! cheaply), `keep_both`, `clone`, `partial` (`get`, `restore`,
 //! `write_file_at` and `set_slice` for partial replicas), `pieces`, `copies`
-//! (`whereis`, `drop`, `fsck --from`), `repair` (`fsck --repair`) and
+//! (`whereis`, `drop`, `fsck --from`), `union_logs` (the review log,
+//! joined on every fetch and push), `repair` (`fsck --repair`) and
 //! `bucket_upload` (a browser's upload into a bucket, feature `s3`).
 //!
 //! Read bottom up in that order.
@@ -40,3 +41,4 @@ pub(crate) mod remote_spec;
 pub(crate) mod repair;
 pub(crate) mod replay;
 pub(crate) mod send;
+pub(crate) mod union_logs;

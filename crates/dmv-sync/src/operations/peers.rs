@@ -63,6 +63,7 @@ pub fn offer(
         updated: Vec::new(),
         up_to_date: Vec::new(),
         tags_differing: Vec::new(),
+        logs: Vec::new(),
         stats: Default::default(),
         released: Vec::new(),
         release_failed: None,

@@ -12,6 +12,7 @@ use dmv_repo::{Head, Phase, Progress, RefUpdate, RepoError, Repository, Upstream
 use crate::operations::locations::share_locations;
 use crate::operations::path_locks::release_landed_locks;
 use crate::operations::send::{send_objects, PushRef};
+use crate::operations::union_logs::push_union_logs;
 use crate::protocol::objects::TransferStats;
 use crate::protocol::WireRefUpdate;
 use crate::transport::remote::Remote;
@@ -46,6 +47,9 @@ pub struct Pushed {
     pub up_to_date: Vec<String>,
     /// Tags that differ on the remote and were left alone.
     pub tags_differing: Vec<String>,
+    /// The union logs (the review log) the remote took entries of.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub logs: Vec<String>,
     /// What was sent.
     pub stats: TransferStats,
     /// Paths whose locks this user held and gave back, their change landed.
@@ -117,6 +121,7 @@ pub fn push(
         updated: Vec::new(),
         up_to_date: Vec::new(),
         tags_differing: Vec::new(),
+        logs: Vec::new(),
         stats: TransferStats::default(),
         released: Vec::new(),
         release_failed: None,
@@ -162,6 +167,7 @@ pub fn push(
             }
         }
     }
+    pushed.logs = push_union_logs(repo, remote, &remote_refs, progress)?;
     if pushed.updated.is_empty() {
         share_locations(repo, remote, true)?;
         return Ok(pushed);

@@ -36,7 +36,7 @@ use crate::serving::serve::{
 use crate::transport::bucket_remote::BucketRemote;
 use crate::transport::remote::{Received, Remote};
 use crate::{Refusal, SyncError, SyncResult, Violation};
-use dmv_repo::ref_names::{BRANCHES, TAGS};
+use dmv_repo::ref_names::{BRANCHES, TAGS, UNION_LOGS};
 
 /// Answers one request from the bucket. Errors the client should see are
 /// sent as an `Error` response; only a broken connection is returned.
@@ -113,7 +113,11 @@ fn answer<R: Read, W: Write>(
         } => {
             for u in &updates {
                 validate_ref_name(&u.name)?;
-                if !(u.name.starts_with(BRANCHES) || u.name.starts_with(TAGS)) {
+                // A union log's growth is the client's to keep: it joins
+                // before it sends, and the bucket's compare-and-swap keeps
+                // two senders from dropping each other's entries.
+                let log = u.name.starts_with(UNION_LOGS);
+                if !(u.name.starts_with(BRANCHES) || u.name.starts_with(TAGS) || log) {
                     return Err(SyncError::Refused(Refusal::NotBranchOrTag {
                         name: u.name.clone(),
                     }));

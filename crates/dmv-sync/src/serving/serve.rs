@@ -26,7 +26,7 @@ use crate::serving::audit::{audit_ref, record_in_dir, Events};
 use crate::serving::pre_receive::{run_pre_receive, PreReceive};
 use crate::TransportError;
 use crate::{Refusal, SyncError, SyncResult, Violation};
-use dmv_repo::ref_names::{BRANCHES, REMOTE_BRANCHES, TAGS};
+use dmv_repo::ref_names::{BRANCHES, REMOTE_BRANCHES, TAGS, UNION_LOGS};
 
 /// The protocol version this server announces (tests override it to check
 /// how a mismatch is reported).
@@ -554,6 +554,22 @@ fn facts_of(
 
 type ListedRefs = Vec<(String, ObjectId)>;
 
+/// Whether moving a union log from `old` to `new` keeps every entry `old`
+/// holds (a log is never deleted, and moves only to a descendant).
+fn log_move_keeps_entries(
+    repo: &Repository,
+    old: Option<ObjectId>,
+    new: Option<ObjectId>,
+) -> SyncResult<bool> {
+    Ok(match (old, new) {
+        (_, None) => false,
+        (None, Some(_)) => true,
+        (Some(old), Some(new)) => {
+            repo.store.contains(&new)? && repo.history().is_ancestor(&old, &new)?
+        }
+    })
+}
+
 /// What `ListRefs` answers: HEAD's branch, and the branches and tags.
 fn listed_refs(repo: &Repository) -> SyncResult<(Option<String>, ListedRefs)> {
     let head = match repo.head()? {
@@ -562,6 +578,7 @@ fn listed_refs(repo: &Repository) -> SyncResult<(Option<String>, ListedRefs)> {
     };
     let mut refs = repo.refs.list(BRANCHES)?;
     refs.extend(repo.refs.list(TAGS)?);
+    refs.extend(repo.refs.list(UNION_LOGS)?);
     // A peer offers its branches here, and needs to know what it offered last.
     if !repo.config.bare {
         refs.extend(repo.refs.list(REMOTE_BRANCHES)?);
@@ -647,8 +664,18 @@ pub(crate) fn update_refs(
         validate_ref_name(&u.name)?;
         // A repository with a working tree takes a peer's offers (see peers.rs) beside its branches and tags.
         let offered = !repo.config.bare && u.name.starts_with(REMOTE_BRANCHES);
-        if !(u.name.starts_with(BRANCHES) || u.name.starts_with(TAGS) || offered) {
+        let log = u.name.starts_with(UNION_LOGS);
+        if !(u.name.starts_with(BRANCHES) || u.name.starts_with(TAGS) || offered || log) {
             return Err(SyncError::Refused(Refusal::NotBranchOrTag { name: u.name }));
+        }
+        // A union log only grows: a value that drops entries is answered as
+        // a moved ref, so the client joins what is here and sends again.
+        if log && !log_move_keeps_entries(repo, u.old, u.new)? {
+            let found = repo.refs.get(&u.name)?;
+            return Ok(Response::Rejected {
+                name: u.name,
+                found,
+            });
         }
         if checked_out.as_deref() == Some(u.name.as_str()) {
             return Err(SyncError::Refused(Refusal::CheckedOutBranch {

@@ -1,0 +1,30 @@
+//! Review in a DMV repository: comments pinned to a region of a photo, a
+//! moment of a film or lines of a text, carried forward to later versions
+//! of the file; reviews proposing a branch for another, approved by named
+//! reviewers and landed. All of it is kept in the repository's review log
+//! (`refs/meta/review`, a union log: see dmv-repo's `union_log`), so it
+//! travels with every fetch and push, merges without conflict, and lives
+//! in every replica and every hub.
+//!
+//! Files, bottom up: `error`, `anchor` (where a comment points), `event`
+//! (what the log records, with its golden encoding), `board` (what the log
+//! says now), `actions` (writing to it, each step checked).
+
+mod actions;
+mod anchor;
+mod board;
+mod error;
+mod event;
+
+pub use actions::{
+    approve, close, comment, comments_on, open_review, pin, ready_to_land, reply, resolve,
+    review_tip, Shown,
+};
+pub use anchor::{Anchor, MAX_LINE, MAX_MILLIS, MAX_PIXEL};
+pub use board::{
+    mentions, Approval, Board, Byline, Comment, Reply, Review, ReviewState, DEFAULT_MAX_EVENTS,
+};
+pub use error::{ReviewError, ReviewResult};
+pub use event::{
+    Event, Pinned, EVENT_FORMAT, MAX_NAME_BYTES, MAX_REVIEWERS, MAX_TEXT_BYTES, MAX_TITLE_BYTES,
+};
