@@ -40,6 +40,11 @@ pub struct LogArgs {
     /// After each commit, its patch (as `dmv show`).
     #[arg(short = 'p', long = "patch")]
     patch: bool,
+    /// Text changes word by word, as git's `--word-diff[=MODE]` shows them:
+    /// plain (`[-removed-]{+added+}` within each line), color (red and
+    /// green), porcelain (for scripts) or none.
+    #[arg(long, value_name = "MODE", num_args = 0..=1, default_missing_value = "plain", require_equals = true)]
+    word_diff: Option<crate::word_diff::Mode>,
     /// Only commits whose author ("Name <email>") contains this text.
     #[arg(long)]
     author: Option<String>,
@@ -92,6 +97,7 @@ pub fn log(a: LogArgs) -> Result<u8> {
     let _pager = (!a.json)
         .then(|| a.colour.colour_and_pager(&repo))
         .flatten();
+    crate::word_diff::colour_for(&repo, a.word_diff);
     // `dmv log PATH`, as git takes it: an argument that is no revision but a path here.
     let (revs, named_paths) = match &a.rev {
         Some(r) => revisions_then_paths(&repo, std::slice::from_ref(r))?,
@@ -249,7 +255,7 @@ pub fn log(a: LogArgs) -> Result<u8> {
                 (true, _, _) => print_name_status(out, &repo, &changes)?,
                 (_, true, _) => print_stat(out, &repo, &changes, false)?,
                 (_, _, true) => print_name_only(out, &changes)?,
-                _ => print_patch(out, &repo, &changes, false, false)?,
+                _ => print_patch(out, &repo, &changes, false, a.word_diff)?,
             }
             if a.format.is_none() && !one_line && a.graph {
                 writeln!(out)?;
@@ -432,6 +438,11 @@ pub struct ShowArgs {
     /// The commit's header and message only, no changes.
     #[arg(short = 's', long = "no-patch")]
     no_patch: bool,
+    /// Text changes word by word, as git's `--word-diff[=MODE]` shows them:
+    /// plain (`[-removed-]{+added+}` within each line), color (red and
+    /// green), porcelain (for scripts) or none.
+    #[arg(long, value_name = "MODE", num_args = 0..=1, default_missing_value = "plain", require_equals = true)]
+    word_diff: Option<crate::word_diff::Mode>,
     /// Only these files or folders: `dmv show REV -- PATH…`.
     #[arg(last = true)]
     paths: Vec<PathBuf>,
@@ -449,6 +460,7 @@ pub fn show(a: ShowArgs) -> Result<u8> {
     let id = repo.peel(&named)?;
     let c = repo.commit(&id)?;
     let _pager = a.colour.colour_and_pager(&repo);
+    crate::word_diff::colour_for(&repo, a.word_diff);
     if named != id {
         // An annotated tag: git's header before the commit.
         let tag = repo.annotated_tag(&named)?;
@@ -499,7 +511,7 @@ pub fn show(a: ShowArgs) -> Result<u8> {
     } else if a.stat {
         print_stat(&mut out, &repo, &changes, false)?;
     } else {
-        print_patch(&mut out, &repo, &changes, false, false)?;
+        print_patch(&mut out, &repo, &changes, false, a.word_diff)?;
     }
     Ok(0)
 }
@@ -525,10 +537,11 @@ pub struct DiffArgs {
     /// Only the changed paths.
     #[arg(long)]
     name_only: bool,
-    /// Text changes word by word, as git's `--word-diff` shows them:
-    /// `[-removed-]{+added+}` within each line (only git's plain mode).
+    /// Text changes word by word, as git's `--word-diff[=MODE]` shows them:
+    /// plain (`[-removed-]{+added+}` within each line), color (red and
+    /// green), porcelain (for scripts) or none.
     #[arg(long, value_name = "MODE", num_args = 0..=1, default_missing_value = "plain", require_equals = true)]
-    word_diff: Option<String>,
+    word_diff: Option<crate::word_diff::Mode>,
     #[arg(long)]
     json: bool,
     #[command(flatten)]
@@ -602,6 +615,7 @@ pub fn diff(mut a: DiffArgs) -> Result<u8> {
     let _pager = (!a.json)
         .then(|| a.colour.colour_and_pager(&repo))
         .flatten();
+    crate::word_diff::colour_for(&repo, a.word_diff);
     let (revs, paths) = revisions_then_paths(&repo, &a.revs)?;
     a.revs = revs;
     a.paths.extend(paths);
@@ -662,17 +676,12 @@ pub fn diff(mut a: DiffArgs) -> Result<u8> {
             new_in_worktree,
         )?;
     } else {
-        let words = match a.word_diff.as_deref() {
-            None => false,
-            Some("plain") => true,
-            Some(other) => bail!("--word-diff={other}: only git's plain mode is shown"),
-        };
         print_patch(
             &mut std::io::stdout().lock(),
             &repo,
             &changes,
             new_in_worktree,
-            words,
+            a.word_diff,
         )?;
     }
     Ok(0)
@@ -693,7 +702,7 @@ pub(crate) fn show_commit_changes(
     let changes = diff_flat(&old, &flatten(&repo.store, &c.tree)?);
     let mut out = std::io::stdout().lock();
     match patch {
-        true => print_patch(&mut out, repo, &changes, false, false),
+        true => print_patch(&mut out, repo, &changes, false, None),
         false => print_stat(&mut out, repo, &changes, false),
     }
 }
@@ -733,7 +742,7 @@ fn print_patch(
     repo: &Repository,
     changes: &[Change],
     new_in_worktree: bool,
-    words: bool,
+    words: Option<crate::word_diff::Mode>,
 ) -> Result<()> {
     fetch_for_diff(repo, changes, new_in_worktree);
     for c in changes {
@@ -766,11 +775,12 @@ fn print_patch(
                         "/dev/null".into()
                     },
                 );
-                if words {
+                if let Some(mode) = words.filter(|m| *m != crate::word_diff::Mode::Lines) {
+                    let paint = crate::terminal::painting();
                     write!(
                         out,
                         "{}",
-                        crate::word_diff::word_diff(&old, &new, &from, &to)
+                        crate::word_diff::word_diff(&old, &new, &from, &to, mode, paint)
                     )?;
                     continue;
                 }

@@ -81,6 +81,11 @@ pub fn decide_colour(repo: &Repository, flag: Option<When>) {
     COLOUR.store(on, Ordering::Relaxed);
 }
 
+/// Whether this run paints, as [`decide_colour`] decided.
+pub fn painting() -> bool {
+    COLOUR.load(Ordering::Relaxed)
+}
+
 /// `text` in its style's colour, when this run paints.
 pub fn paint(style: Style, text: &str) -> Cow<'_, str> {
     if !COLOUR.load(Ordering::Relaxed) || text.trim().is_empty() {

@@ -951,10 +951,27 @@ fn log_finds_the_commits_that_changed_a_text_as_gits_pickaxe() {
     }
 }
 
+/// A diff's text from its first `---` line on, without the lines that
+/// name the two systems' objects (`diff --git`/`diff --dmv`, `index`),
+/// painted or not.
+fn from_minus(s: &str) -> String {
+    let bare = |l: &str| l.trim_start_matches("\x1b[1m").to_string();
+    let start = s
+        .split_inclusive('\n')
+        .position(|l| bare(l).starts_with("--- "))
+        .unwrap_or(0);
+    s.split_inclusive('\n')
+        .skip(start)
+        .filter(|l| !bare(l).starts_with("diff --") && !bare(l).starts_with("index "))
+        .collect()
+}
+
 /// `diff --word-diff` marks the words taken out and put in within each
-/// hunk as git's plain mode does: the same text from the `---` line on,
-/// for words changed in a line, lines added, removed and rewrapped,
-/// white space changed, and a hunk far from another.
+/// hunk as git's modes do (plain, porcelain, and color painted with
+/// `--color=always`): the same bytes from the `---` line on, for words
+/// changed in a line, lines added, removed and rewrapped, white space
+/// changed, blank lines, a last line without a line break, and a hunk far
+/// from another (under a function line); and so do `show` and `log -p`.
 #[test]
 fn word_diff_marks_words_as_git_does() {
     let t = tempfile::tempdir().unwrap();
@@ -973,6 +990,8 @@ fn word_diff_marks_words_as_git_does() {
         ("lines.txt", "one\ntwo\nthree\nfour\n".to_string()),
         ("spaces.txt", "a b  c\nd e f\n".to_string()),
         ("long.txt", long.clone()),
+        ("blank.txt", "x\n\ny\n\nz\n".to_string()),
+        ("unended.txt", "a b\nc d".to_string()),
     ];
     for (name, text) in &before {
         for dir in [&g, &d] {
@@ -1004,6 +1023,8 @@ fn word_diff_marks_words_as_git_does() {
             long.replace("number 2 of", "number two of")
                 .replace("29 of the long", "29 of the longer"),
         ),
+        ("blank.txt", "x\n\nwhy\n\nz\n".to_string()),
+        ("unended.txt", "a b\nc e".to_string()),
     ];
     for (name, text) in &after {
         for dir in [&g, &d] {
@@ -1011,10 +1032,20 @@ fn word_diff_marks_words_as_git_does() {
         }
     }
     for (name, _) in &after {
-        let theirs = git(&g, &["diff", "--word-diff", "--", name]);
-        let ours = dmv(&d, &["diff", "--word-diff", "--", name]);
-        let from_minus = |s: &str| s[s.find("\n--- ").map_or(0, |i| i + 1)..].to_string();
-        assert_eq!(from_minus(&ours), from_minus(&theirs), "{name}");
+        for mode in [
+            &["--word-diff"][..],
+            &["--word-diff=plain"],
+            &["--word-diff=porcelain"],
+            &["--word-diff=color"],
+            &["--word-diff=color", "--color=always"],
+            &["--word-diff=porcelain", "--color=always"],
+            &["--word-diff", "--color=always"],
+        ] {
+            let args = [&["diff"], mode, &["--", name]].concat();
+            let theirs = git(&g, &args);
+            let ours = dmv(&d, &args);
+            assert_eq!(from_minus(&ours), from_minus(&theirs), "{args:?}");
+        }
     }
     // The plain diff's hunk headers name the line above them as git's do.
     let headers = |s: String| -> Vec<String> {
@@ -1027,6 +1058,32 @@ fn word_diff_marks_words_as_git_does() {
         headers(dmv(&d, &["diff", "--", "long.txt"])),
         headers(git(&g, &["diff", "--", "long.txt"]))
     );
-    let out = dmv_out(&d, &["diff", "--word-diff=color"]);
+    // A commit's changes word by word, in show and log -p.
+    git(&g, &["add", "."]);
+    commit_as(
+        &g,
+        1,
+        ("Ada Lovelace", "ada@example.org", "+0000"),
+        "after",
+        &[],
+    );
+    dmv(&d, &["add", "."]);
+    dmv(&d, &["commit", "-q", "-m", "after"]);
+    for args in [
+        &["show", "--word-diff"][..],
+        &["show", "--word-diff=porcelain"],
+        &["show", "--word-diff=color", "--color=always"],
+        &["log", "-p", "-1", "--word-diff"],
+        &["log", "-p", "-1", "--word-diff=porcelain"],
+    ] {
+        assert_eq!(
+            from_minus(&dmv(&d, args)),
+            from_minus(&git(&g, args)),
+            "{args:?}"
+        );
+    }
+    // An unknown mode is refused in one line, as git refuses it.
+    let out = dmv_out(&d, &["diff", "--word-diff=words"]);
     assert!(!out.status.success());
+    assert!(!git_out(&g, &["diff", "--word-diff=words"]).status.success());
 }
