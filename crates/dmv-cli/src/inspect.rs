@@ -169,7 +169,13 @@ pub fn log(a: LogArgs) -> Result<u8> {
         true => Box::new(|n: &str, e: &str| (n.to_string(), e.to_string())),
         false => Box::new(mailmap_people(&repo)?),
     };
-    let mut graph = crate::log_graph::Graph::default();
+    let mut graph = crate::log_graph::Graph::new(crate::terminal::painting());
+    // git's layouts of several lines, and `format:`, put a newline between
+    // commits; with --graph the graph draws it (beside the lanes).
+    let separated = match a.format.as_deref() {
+        None => !a.oneline,
+        Some(f) => f.starts_with("format:") || ["short", "medium", "full", "fuller"].contains(&f),
+    };
     for (shown, info) in commits.enumerate() {
         let info = info?;
         let c = &info.commit;
@@ -185,7 +191,13 @@ pub fn log(a: LogArgs) -> Result<u8> {
             }));
         } else if let Some(format) = &a.format {
             // As git: `format:` separates commits with a newline, a bare format or `tformat:` ends each with one.
-            match format.starts_with("format:") {
+            // With --graph the graph writes what comes between commits.
+            match format.starts_with("format:") || a.graph {
+                true if a.graph => write!(
+                    out,
+                    "{}",
+                    format_commit(named_format(format), &info, &*people)
+                )?,
                 true => write!(
                     out,
                     "{}{}",
@@ -198,6 +210,15 @@ pub fn log(a: LogArgs) -> Result<u8> {
                     format_commit(named_format(format), &info, &*people)
                 )?,
             }
+        } else if a.oneline && a.graph {
+            // The graph ends the line, after any lines of graph it needs.
+            write!(
+                out,
+                "{}{} {}",
+                paint(Style::Id, &info.id.short()),
+                names_of(&info.id),
+                c.message.lines().next().unwrap_or("")
+            )?;
         } else if a.oneline {
             writeln!(
                 out,
@@ -234,21 +255,24 @@ pub fn log(a: LogArgs) -> Result<u8> {
             for line in c.message.lines() {
                 writeln!(out, "    {line}")?;
             }
-            if a.graph {
-                writeln!(out)?;
-            }
         }
         // As git's: a merge's changes are not shown (git's `-m` would), a
         // format's line is followed by a blank line before them, git's
         // default layout by one after them, a one-line commit by none.
         let diffs = a.stat || a.name_status || a.name_only || a.patch;
+        // With --graph the changes are drawn beside straight lanes: apart.
+        let mut changes_text: Vec<u8> = Vec::new();
+        let out = match a.graph {
+            true => &mut changes_text,
+            false => out,
+        };
         if !a.json && diffs && c.parents.len() < 2 {
             let mut changes = repo.history().commit_changes(&info.id)?;
             if !paths.is_empty() && !a.follow {
                 changes.retain(|c| paths.iter().any(|s| is_under(&c.path, s)));
             }
             let one_line = a.format.is_none() && a.oneline;
-            if a.format.is_some() || (!one_line && !a.graph) {
+            if !one_line {
                 writeln!(out)?;
             }
             match (a.name_status, a.stat, a.name_only) {
@@ -257,13 +281,17 @@ pub fn log(a: LogArgs) -> Result<u8> {
                 (_, _, true) => print_name_only(out, &changes)?,
                 _ => print_patch(out, &repo, &changes, false, a.word_diff)?,
             }
-            if a.format.is_none() && !one_line && a.graph {
-                writeln!(out)?;
-            }
         }
         let mut stdout = std::io::stdout().lock();
         match a.graph && !a.json {
-            true => graph.draw(&mut stdout, info.id, &c.parents, &text)?,
+            true => {
+                let text = crate::log_graph::CommitText {
+                    message: &text,
+                    changes: &changes_text,
+                    separated,
+                };
+                graph.draw(&mut stdout, info.id, &c.parents, &text)?
+            }
             false => stdout.write_all(&text)?,
         }
     }
