@@ -87,9 +87,9 @@ pub enum Event {
         /// The file.
         path: String,
     },
-    /// A lockable file changed here is locked by someone else: a push of
-    /// the change is refused until they give it back (said once per file
-    /// and holder).
+    /// A lockable file changed here is locked by someone else: the change
+    /// is left uncommitted until the lock is this user's (said once per
+    /// file and holder).
     LockedByOther {
         /// The file.
         path: String,
@@ -243,6 +243,10 @@ pub fn run(
     }
     // Files found locked by someone else, with who: each said once.
     let mut told = std::collections::HashSet::new();
+    // Changed files someone else holds locked: left out of each commit
+    // until the lock is this user's, looked at again at each change and
+    // each sync.
+    let mut left_out: Vec<Vec<u8>> = Vec::new();
     // What changed while no watcher ran is committed first.
     let mut changed = true;
     while !stop.load(Ordering::Relaxed) {
@@ -252,9 +256,10 @@ pub fn run(
             board = listen(following.repo());
         }
         let repo = following.repo();
-        if changed {
-            take_locks(repo, &mut told, &mut voice);
-            let (held_back, still_open) = commit(repo, &mut health, &mut voice);
+        let retry_left_out = !left_out.is_empty() && Instant::now() >= next_sync;
+        if changed || retry_left_out {
+            left_out = take_locks(repo, &mut told, &mut voice);
+            let (held_back, still_open) = commit(repo, &left_out, &mut health, &mut voice);
             folder.retry(&held_back, &still_open);
         }
         let mut sync_now = sync && (changed || Instant::now() >= next_sync);
@@ -462,25 +467,33 @@ fn unix_now() -> i64 {
 
 /// Takes the locks of lockable files that changed (dmv-sync's
 /// `take_locks_of_changes`) before they are committed, and says which
-/// someone else holds, once per file and holder (`told`).
+/// someone else holds, once per file and holder (`told`). Returns those:
+/// the commit leaves them out (a push of them would be refused, and the
+/// holder's next version would then conflict with a commit of ours). When
+/// the remote cannot be asked, none: the commit goes on as a command's
+/// does, and the push is checked.
 fn take_locks(
     repo: &Repository,
     told: &mut std::collections::HashSet<(String, String)>,
     voice: &mut Voice<'_>,
-) {
+) -> Vec<Vec<u8>> {
     match dmv_sync::take_locks_of_changes(repo) {
         Ok(done) => {
             for path in done.taken {
                 voice.say(Event::Locked { path });
             }
+            let mut held = Vec::with_capacity(done.held_by_others.len());
             for (path, holder) in done.held_by_others {
+                held.push(path.clone().into_bytes());
                 if told.insert((path.clone(), holder.clone())) {
                     voice.say(Event::LockedByOther { path, holder });
                 }
             }
+            held
         }
         Err(e) => {
             voice.say(Event::CannotLock(e.to_string()));
+            Vec::new()
         }
     }
 }
@@ -492,12 +505,13 @@ fn take_locks(
 /// and what waits goes in `health`.
 fn commit(
     repo: &Repository,
+    left_out: &[Vec<u8>],
     health: &mut WatchHealth,
     voice: &mut Voice<'_>,
 ) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let now = unix_now();
     let mut waiting = Vec::new();
-    let held_back = match repo.commit_everything(&Silent) {
+    let held_back = match repo.commit_everything(left_out, &Silent) {
         Ok(done) => {
             health.last_looked = Some(now);
             if let Some(made) = &done.commit {

@@ -163,7 +163,7 @@ impl Reporter for LogLines {
             Event::CannotCommit(e) => format!("cannot commit: {}", printable(e)),
             Event::Locked { path } => format!("locked {} for you: you changed it", printable(path)),
             Event::LockedByOther { path, holder } => format!(
-                "{} is locked by {}: your change to it will not be taken by the remote until they unlock it",
+                "{} is locked by {}: your change to it stays uncommitted until they unlock it and the lock is yours",
                 printable(path),
                 printable(holder)
             ),

@@ -856,3 +856,109 @@ fn a_landed_change_gives_its_lock_back_and_forgotten_locks_are_found() {
         .unwrap();
     assert_eq!(alice.ok(&["locks", "--stale"]), "");
 }
+
+/// A running `dmv watch` leaves a changed lockable file someone else holds
+/// out of its commits (said once in its log) while committing and pushing
+/// everything else; once the holder unlocks it, the watcher takes the lock
+/// and commits it. A real hub, two replicas.
+#[test]
+fn a_watcher_leaves_a_file_locked_by_someone_else_uncommitted_until_the_lock_is_its_own() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    seeded_hub(t);
+    let server = HttpServer::start(&format!("[repos]\nhub = \"hub\"\n{TOKENS}"), t, 0);
+    let url = server.url("hub");
+    let as_alice = |c: &mut Command| {
+        c.env("DMV_TOKEN", "tok-alice");
+    };
+    let as_bob = |c: &mut Command| {
+        c.env("DMV_TOKEN", "tok-bob");
+    };
+    let alice = clone(t, &url, "alice", &[], &as_alice);
+    let bob = clone(t, &url, "bob", &[], &as_bob);
+    let run = |dir: &Path, setup: &dyn Fn(&mut Command), args: &[&str]| {
+        let mut c = dmv_cmd(dir);
+        c.args(args);
+        setup(&mut c);
+        let out = c.output().unwrap();
+        ok(&out);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    run(&bob, &as_bob, &["lock", "cover.psd"]);
+
+    let log_path = t.join("alice-watch.log");
+    let log_file = std::fs::File::create(&log_path).unwrap();
+    let mut watch = dmv_cmd(&alice);
+    watch
+        .args(["watch", "--quiet", "0.3", "--sync", "--sync-every", "1"])
+        .stdin(std::process::Stdio::null())
+        .stdout(log_file.try_clone().unwrap())
+        .stderr(log_file);
+    as_alice(&mut watch);
+    struct Killed(std::process::Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _watcher = Killed(watch.spawn().unwrap());
+    let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
+    let wait = |what: &str, done: &dyn Fn() -> bool| {
+        let started = std::time::Instant::now();
+        while !done() {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(60),
+                "waited for {what}; the watcher's log:\n{}",
+                log()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    };
+    wait("the watcher to start", &|| log().contains("watching "));
+
+    edit(&alice, "cover.psd", "layers v2 by alice");
+    edit(&alice, "notes.txt", "notes v2 by alice");
+    wait("the commit of notes.txt", &|| {
+        log().contains("cover.psd is locked by bob") && log().contains("committed ")
+    });
+    let shown = run(&alice, &as_alice, &["show", "--name-only", "HEAD"]);
+    assert!(shown.contains("notes.txt"), "{shown}");
+    assert!(!shown.contains("cover.psd"), "{shown}");
+    let status = run(&alice, &as_alice, &["status", "--short"]);
+    assert!(status.contains("cover.psd"), "{status}");
+    // The rest reaches the hub: nothing of it was refused.
+    wait("the push of notes.txt", &|| {
+        log().contains("sent to origin")
+    });
+    assert!(!log().contains("refused"), "{}", log());
+
+    // Another save: not said again, still not committed.
+    edit(&alice, "cover.psd", "layers v3 by alice");
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert_eq!(
+        log().matches("cover.psd is locked by bob").count(),
+        1,
+        "{}",
+        log()
+    );
+    let shown = run(&alice, &as_alice, &["show", "--name-only", "HEAD"]);
+    assert!(!shown.contains("cover.psd"), "{shown}");
+
+    // Bob lets go: the watcher takes the lock and commits the file.
+    run(&bob, &as_bob, &["unlock", "cover.psd"]);
+    wait("alice's lock and commit of cover.psd", &|| {
+        log().contains("locked cover.psd for you")
+            && run(&alice, &as_alice, &["status", "--short"])
+                .trim()
+                .is_empty()
+    });
+    let shown = run(&alice, &as_alice, &["show", "HEAD:cover.psd"]);
+    assert_eq!(shown, "layers v3 by alice");
+    // It reaches the hub, and its landing gives the lock back.
+    wait("bob to see alice's cover.psd", &|| {
+        run(&bob, &as_bob, &["pull"]);
+        std::fs::read_to_string(bob.join("cover.psd")).unwrap() == "layers v3 by alice"
+    });
+    assert!(!log().contains("refused"), "{}", log());
+}

@@ -24,7 +24,8 @@ pub struct AutoCommitted {
     pub commit: Option<AutoCommit>,
     /// Changed files left out because a process still had them open for
     /// writing, or wrote to them after they were read: committed once they
-    /// are closed and settled.
+    /// are closed and settled. (The paths the caller left out are not
+    /// among them.)
     pub held_back: Vec<Vec<u8>>,
     /// Those of `held_back` a process still had open for writing (their
     /// close is still to come).
@@ -47,7 +48,15 @@ impl Repository {
     /// before a watcher started, and its first piece was committed as a
     /// version that never was. Where the system cannot say which files are
     /// open (not Linux), the stat and the caller's watch are all there is.
-    pub fn commit_everything(&self, progress: &dyn Progress) -> RepoResult<AutoCommitted> {
+    ///
+    /// The changes of `left_out` stay out of the commit, in the working
+    /// tree (a watcher's files someone else holds locked: a push of them
+    /// would be refused).
+    pub fn commit_everything(
+        &self,
+        left_out: &[Vec<u8>],
+        progress: &dyn Progress,
+    ) -> RepoResult<AutoCommitted> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
         // A commit on a rebase's detached HEAD would be left behind when it ends.
@@ -56,6 +65,9 @@ impl Repository {
         }
         dmv_store::failpoint("autocommit-before-staging");
         self.worktree().add(&[Vec::new()], false, progress)?;
+        if !left_out.is_empty() {
+            self.worktree().restore(left_out, None, true)?;
+        }
         let mut staged = self.status()?.staged;
         // Looked at once the files were read: a file opened for writing
         // before then is still open now, or was closed whole; and one

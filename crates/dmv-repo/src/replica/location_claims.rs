@@ -470,7 +470,7 @@ mod tests {
         for i in 0..n {
             std::fs::write(dir.path().join(format!("f{i}")), format!("file {i}")).unwrap();
         }
-        repo.commit_everything(&dmv_store::Silent).unwrap();
+        repo.commit_everything(&[], &dmv_store::Silent).unwrap();
         let tree = repo
             .commit(&repo.head_commit().unwrap().unwrap())
             .unwrap()
