@@ -93,7 +93,7 @@ pub use replica::audit::{
 };
 pub use replica::availability::{FileAvailability, UnderCopied};
 pub use replica::grants::{
-    refuse_moves_outside_grant, Breach, GrantObjects, WriteGrant, MAX_WRITE_PATTERNS,
+    refuse_moves_outside_grant, Breach, GrantObjects, RefMove, WriteGrant, MAX_WRITE_PATTERNS,
     MAX_WRITE_PATTERN_BYTES,
 };
 pub use replica::location_claims::{
@@ -105,8 +105,8 @@ pub use replica::locations::{
     Stamp, MAX_PUBLISHED_URLS, MAX_PUBLISHED_URL_LEN,
 };
 pub use replica::locks::{
-    check_lock_path, refuse_moves_over_locks, release_locks, take_locks, EntryAt, HeldLocks,
-    KnownLocks, LockStore, LockTable, PathLock, RefMove,
+    check_lock_path, refuse_moves_over_locks, release_locks, take_locks, HeldLocks, KnownLocks,
+    LockStore, LockTable, PathLock,
 };
 pub use repository::attributes::{Lockable, ATTRIBUTES_FILE};
 pub use repository::config::{global_path, Config, GlobalSettings, RemoteConfig, Upstream};

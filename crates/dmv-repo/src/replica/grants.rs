@@ -26,8 +26,6 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use crate::error::RepoResult;
 use crate::history::tree::read_dir_with;
 
-use super::locks::RefMove;
-
 /// Patterns in one grant, at most.
 pub const MAX_WRITE_PATTERNS: usize = 256;
 /// Bytes of one pattern, at most.
@@ -188,14 +186,25 @@ fn prefixes(path: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-/// Where a hub keeps its objects, for the grant's rule: commits (an
-/// annotated tag read as its commit) and tree nodes.
+/// Where a hub keeps its objects, for the rules of grants and of locks:
+/// commits (an annotated tag read as its commit) and tree nodes.
 pub trait GrantObjects {
     /// The commit `id` names, or the commit of the annotated tag it names,
     /// with that commit's id.
     fn commit(&self, id: &ObjectId) -> RepoResult<(ObjectId, Commit)>;
     /// A tree node.
     fn tree_node(&self, id: &ObjectId) -> RepoResult<TreeNode>;
+}
+
+/// A ref as an update would move it (`None`: absent before, or deleted).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RefMove<'a> {
+    /// The ref's full name.
+    pub name: &'a str,
+    /// Where it is now.
+    pub old: Option<ObjectId>,
+    /// Where it would be.
+    pub new: Option<ObjectId>,
 }
 
 /// A path a set of ref moves would change outside the writer's grant.

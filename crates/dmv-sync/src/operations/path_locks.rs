@@ -164,12 +164,12 @@ pub fn release_landed_locks(
         .collect();
     let news: Vec<ObjectId> = updates.iter().filter_map(|u| u.new).collect();
     let commits = repo.history().commits_between(&news, &tips)?;
-    let mut landed = Vec::new();
-    for lock in mine {
-        if repo.locks().change_to_locked(&commits, &[lock])?.is_some() {
-            landed.push(lock.path.clone());
-        }
-    }
+    let landed: Vec<String> = repo
+        .locks()
+        .locks_changed(&commits, &mine)?
+        .into_iter()
+        .map(|l| l.path.clone())
+        .collect();
     if landed.is_empty() {
         return Ok(landed);
     }

@@ -15,9 +15,8 @@
 use std::collections::HashMap;
 use std::io::{BufReader, BufWriter, Read, Seek, Write};
 
-use dmv_repo::store::object::{decode, Commit, EntryKind, Tag, TreeNode};
+use dmv_repo::store::object::{decode, Commit, Tag, TreeNode};
 use dmv_repo::store::{ObjectId, ObjectKind, StoredObject};
-use dmv_repo::tree::{lookup_in, read_dir_with};
 use dmv_repo::{
     check_object, facts_of_content, refuse_moves_outside_grant, refuse_moves_over_locks,
     refuse_unholdable_paths_between, validate_ref_name, GrantObjects, LocationLog, ObjectFacts,
@@ -298,7 +297,7 @@ pub(crate) fn refuse_changes_to_others_locks(
         &moves,
         &branches,
         &others,
-        &mut |commit: &ObjectId, path: &str| entry_at(bucket, commit, path),
+        &BucketObjects(std::cell::RefCell::new(bucket)),
     )
 }
 
@@ -382,27 +381,6 @@ pub(crate) fn refuse_unholdable_paths(
             })?;
     }
     Ok(())
-}
-
-/// The entry at `path` in `commit`'s tree, read from the bucket.
-fn entry_at(
-    bucket: &mut BucketRemote,
-    commit: &ObjectId,
-    path: &str,
-) -> SyncResult<Option<(EntryKind, ObjectId)>> {
-    let objects = BucketObjects(std::cell::RefCell::new(bucket));
-    let tree = objects.tree_of(commit)?;
-    let read_node = |id: &ObjectId| objects.tree_node(id);
-    let found = lookup_in(
-        &mut |dir, name| {
-            Ok(read_dir_with(&read_node, dir)?
-                .into_iter()
-                .find(|e| e.name == name))
-        },
-        &tree,
-        path.as_bytes(),
-    )?;
-    Ok(found.map(|e| (e.kind, e.id)))
 }
 
 /// Commits, tags and trees read one at a time from a bucket, for the

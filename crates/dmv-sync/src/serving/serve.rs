@@ -783,12 +783,7 @@ fn refuse_changes_to_others_locks(
     }
     let branches = repo.refs.list(BRANCHES)?;
     let moves = moves_of(batch);
-    refuse_moves_over_locks(
-        &moves,
-        &branches,
-        &others,
-        &mut |commit: &ObjectId, path: &str| repo.locks().entry_at_commit(commit, path),
-    )?;
+    refuse_moves_over_locks::<SyncError>(&moves, &branches, &others, &StoreObjects(repo))?;
     let mut known: Vec<ObjectId> = branches.into_iter().map(|(_, id)| id).collect();
     known.extend(repo.refs.list(TAGS)?.into_iter().map(|(_, id)| id));
     for update in batch.iter().filter(|u| u.name.starts_with(TAGS)) {
