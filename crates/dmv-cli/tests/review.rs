@@ -448,3 +448,140 @@ fn hostile_comments_are_refused_or_kept_harmless() {
         "no escape reaches the terminal: {text:?}"
     );
 }
+
+/// A hub that protects main (`review.protect main=1`) lets it move only by
+/// landing a review whose branch has an approval of its commit now, over
+/// HTTP and through a path remote alike; an approval forged under another
+/// person's name is refused at the hub, and a branch deletion too.
+#[test]
+fn a_protected_branch_moves_only_by_landing_an_approved_review() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let hub = seeded_hub(t);
+    dmv(&hub, &["config", "review.protect", "main=1"]);
+    assert_eq!(dmv(&hub, &["config", "review.protect"]).trim(), "main=1");
+    let main_at_start = dmv(&hub, &["rev-parse", "main"]);
+    let server = HttpServer::start(
+        &format!("[repos]\nhub = \"hub\"\n{TOKENS}\"tok-mallory\" = {{ access = \"write\", user = \"mallory\" }}\n"),
+        t,
+        0,
+    );
+    let ann = clone(t, &server.url("hub"), "ann", &[], &["--token", "tok-ann"]);
+    let bob = clone(t, &server.url("hub"), "bob", &[], &["--token", "tok-bob"]);
+
+    // A plain commit pushed to main, over HTTP and over a path remote: refused.
+    std::fs::write(ann.dir.join("notes.txt"), "straight to main\n").unwrap();
+    ann.ok(&["commit", "-a", "-m", "unreviewed"]);
+    let err = ann.fails(&["push", "origin", "main"]);
+    assert!(
+        err.contains("main is protected") && err.contains("nothing was changed"),
+        "{err}"
+    );
+    let err = ann.fails(&["push", hub.to_str().unwrap(), "main"]);
+    assert!(err.contains("main is protected"), "{err}");
+    assert!(ann
+        .fails(&["push", "origin", "--delete", "main"])
+        .contains("main is protected"));
+    // A browser's upload into main: refused the same way.
+    let (code, body) = upload_to_main(server.port, main_at_start.trim());
+    assert!(
+        code >= 400 && body.contains("main is protected"),
+        "{code} {body}"
+    );
+    assert_eq!(dmv(&hub, &["rev-parse", "main"]), main_at_start);
+
+    // The same change as a review, asked of bob.
+    ann.ok(&["branch", "tidy"]);
+    ann.ok(&["reset", "--hard", "origin/main"]);
+    ann.ok(&["push", "origin", "tidy"]);
+    let id = Person::id_of(&ann.ok(&[
+        "review",
+        "create",
+        "tidy",
+        "--into",
+        "main",
+        "--reviewer",
+        "bob",
+    ]));
+    ann.ok(&["push"]);
+    let err = ann.fails(&["push", "origin", "tidy:main"]);
+    assert!(
+        err.contains(&format!("review {} has 0", &id[..12])),
+        "{err}"
+    );
+
+    // Mallory writes an approval under bob's name: the hub refuses it.
+    let mallory = clone(
+        t,
+        &server.url("hub"),
+        "mallory",
+        &[],
+        &["--token", "tok-mallory"],
+    );
+    let forged = Person {
+        dir: mallory.dir.clone(),
+        name: "bob",
+        env: vec![],
+    };
+    forged.ok(&["review", "approve", &id]);
+    let err = mallory.fails(&["push"]);
+    assert!(
+        err.contains("an approval by bob, which only they can send (this push is mallory's)"),
+        "{err}"
+    );
+
+    // Bob's own approval lands, and so does the review.
+    bob.ok(&["fetch"]);
+    bob.ok(&["review", "approve", &id]);
+    bob.ok(&["push"]);
+    ann.ok(&["fetch"]);
+    ann.ok(&["review", "land", &id]);
+    ann.ok(&["push", "origin", "main"]);
+    assert_eq!(
+        dmv(&hub, &["rev-parse", "main"]),
+        ann.ok(&["rev-parse", "tidy"])
+    );
+    assert_eq!(
+        std::fs::read_to_string(hub.join("../ann/notes.txt")).unwrap(),
+        "straight to main\n"
+    );
+}
+
+/// A browser's upload of one file into main, as ann: the commit's status and body.
+fn upload_to_main(port: u16, seen: &str) -> (u16, String) {
+    use common::servers::http;
+    let auth = [
+        ("Authorization", "Bearer tok-ann"),
+        ("Content-Type", "application/json"),
+    ];
+    let data = b"from a browser";
+    let (code, _, body) = http(
+        port,
+        "POST",
+        "/hub/uploads",
+        &auth,
+        format!(r#"{{"name":"up.txt","size":{}}}"#, data.len()).as_bytes(),
+    );
+    assert_eq!(code, 201, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let id = v["id"].as_str().unwrap().to_string();
+    let (code, _, body) = http(
+        port,
+        "PUT",
+        &format!("/hub/uploads/{id}?offset=0"),
+        &auth[..1],
+        data,
+    );
+    assert_eq!(code, 200, "{body}");
+    let (code, _, body) = http(
+        port,
+        "POST",
+        "/hub/commit-uploads",
+        &auth,
+        format!(
+            r#"{{"branch":"main","seen":"{seen}","folder":"","message":"uploaded","files":[{{"name":"up.txt","id":"{id}"}}]}}"#
+        )
+        .as_bytes(),
+    );
+    (code, body)
+}

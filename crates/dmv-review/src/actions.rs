@@ -195,8 +195,8 @@ pub fn approve(repo: &Repository, board: &Board, id: &str) -> ReviewResult<Objec
 }
 
 /// Whether the review `id` may land: open, with at least `required`
-/// approvals of its branch's commit now (each of a named reviewer, when
-/// it names any). Returns the review and that commit.
+/// approvals of its branch's commit now (as a hub counts them:
+/// `counted_approvals`). Returns the review and that commit.
 pub fn ready_to_land<'b>(
     repo: &Repository,
     board: &'b Board,
@@ -205,7 +205,7 @@ pub fn ready_to_land<'b>(
 ) -> ReviewResult<(&'b Review, ObjectId)> {
     let review = open(board, id)?;
     let tip = review_tip(repo, review)?;
-    let holding = review.approvals_at(&tip).len();
+    let holding = crate::protect::counted_approvals(review, &tip);
     if holding < required {
         return Err(ReviewError::Refused(format!(
             "review {} has {holding} approval(s) of {} ({} now), and needs {required}",

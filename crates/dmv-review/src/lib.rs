@@ -8,13 +8,16 @@
 //!
 //! Files, bottom up: `error`, `anchor` (where a comment points), `event`
 //! (what the log records, with its golden encoding), `board` (what the log
-//! says now), `actions` (writing to it, each step checked).
+//! says now), `protect` (what a hub refuses: unreviewed moves of a
+//! protected branch, approvals sent by others), `actions` (writing to it,
+//! each step checked).
 
 mod actions;
 mod anchor;
 mod board;
 mod error;
 mod event;
+mod protect;
 
 pub use actions::{
     approve, close, comment, comments_on, open_review, pin, ready_to_land, reply, resolve,
@@ -28,3 +31,4 @@ pub use error::{ReviewError, ReviewResult};
 pub use event::{
     Event, Pinned, EVENT_FORMAT, MAX_NAME_BYTES, MAX_REVIEWERS, MAX_TEXT_BYTES, MAX_TITLE_BYTES,
 };
+pub use protect::{counted_approvals, refuse_approvals_of_others, refuse_unreviewed_move};

@@ -74,6 +74,10 @@ pub struct Config {
     /// Anchorpoint and Diversion do).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lock_release_on_push: Option<bool>,
+    /// `review.protect`: branches that move only by landing a review, each
+    /// with the approvals of the branch's commit it needs (`main=1`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub protected_branches: BTreeMap<String, u32>,
     /// Seconds a remote may go without answering before it is abandoned
     /// (`remote.timeout`; default in dmv-sync).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -182,6 +186,7 @@ impl Config {
             numcopies: None,
             drops_allowed: None,
             lock_release_on_push: None,
+            protected_branches: BTreeMap::new(),
             remote_timeout: None,
             upstreams: Default::default(),
         }

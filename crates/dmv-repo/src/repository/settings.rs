@@ -25,6 +25,7 @@ pub const KEYS: &[&str] = &[
     "drop.numcopies",
     "drop.allowed",
     "lock.releaseOnPush",
+    "review.protect",
     "init.defaultBranch",
 ];
 const GLOBAL_KEYS: &[&str] = &[
@@ -165,6 +166,14 @@ pub fn repo_get(cfg: &Config, key: &str) -> Option<String> {
         "drop.numcopies" => cfg.numcopies.map(|n| n.to_string()),
         "drop.allowed" => cfg.drops_allowed.map(|b| b.to_string()),
         "lock.releaseOnPush" => cfg.lock_release_on_push.map(|b| b.to_string()),
+        "review.protect" => (!cfg.protected_branches.is_empty()).then(|| {
+            let rules: Vec<String> = cfg
+                .protected_branches
+                .iter()
+                .map(|(branch, n)| format!("{branch}={n}"))
+                .collect();
+            rules.join(" ")
+        }),
         "remote.timeout" => cfg.remote_timeout.map(|s| s.to_string()),
         "color.ui" => cfg.color_ui.clone(),
         "core.pager" => cfg.core_pager.clone(),
@@ -214,6 +223,48 @@ fn put_alias(
 }
 
 /// A setting of true or false.
+/// Branches protected at once, at most.
+pub const MAX_PROTECTED_BRANCHES: usize = 64;
+/// Approvals a protected branch may ask for, at most.
+pub const MAX_REQUIRED_APPROVALS: u32 = 64;
+
+/// `review.protect`: `BRANCH=APPROVALS` pairs separated by spaces or commas.
+fn protected_branches(key: &str, value: Option<&str>) -> RepoResult<BTreeMap<String, u32>> {
+    let mut rules = BTreeMap::new();
+    for pair in value
+        .unwrap_or("")
+        .split([' ', ','])
+        .filter(|p| !p.is_empty())
+    {
+        let bad = |detail: String| RepoError::BadSetting {
+            key: key.into(),
+            detail,
+        };
+        let (branch, n) = pair
+            .split_once('=')
+            .ok_or_else(|| bad(format!("'{pair}' is not BRANCH=APPROVALS")))?;
+        crate::repository::refs::validate_ref_name(&crate::ref_names::branch_ref(branch))
+            .map_err(|_| bad(format!("'{branch}' is not a branch name")))?;
+        let n = n
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=MAX_REQUIRED_APPROVALS).contains(n))
+            .ok_or_else(|| {
+                bad(format!(
+                    "'{n}' is not a number of approvals from 1 to {MAX_REQUIRED_APPROVALS}"
+                ))
+            })?;
+        rules.insert(branch.to_string(), n);
+    }
+    if rules.len() > MAX_PROTECTED_BRANCHES {
+        return Err(RepoError::BadSetting {
+            key: key.into(),
+            detail: format!("at most {MAX_PROTECTED_BRANCHES} branches are protected"),
+        });
+    }
+    Ok(rules)
+}
+
 fn yes_or_no(key: &str, value: Option<&str>) -> RepoResult<Option<bool>> {
     match value {
         None => Ok(None),
@@ -257,6 +308,7 @@ fn repo_set(cfg: &mut Config, key: &str, value: Option<&str>) -> RepoResult<()> 
         }
         "drop.allowed" => cfg.drops_allowed = yes_or_no(key, value)?,
         "lock.releaseOnPush" => cfg.lock_release_on_push = yes_or_no(key, value)?,
+        "review.protect" => cfg.protected_branches = protected_branches(key, value)?,
         "init.defaultBranch" => {
             return Err(RepoError::BadSetting {
                 key: key.into(),

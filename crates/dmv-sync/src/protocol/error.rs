@@ -634,6 +634,10 @@ pub enum Refusal {
         /// Its first lines of output (stderr, then stdout), bounded.
         output: Vec<String>,
     },
+    /// A ref update review forbids: a protected branch moved other than
+    /// by landing an approved review, or an approval sent by someone else.
+    #[error("refused: {0}; nothing was changed")]
+    Review(String),
     /// A ref update of a name outside `refs/heads/` and `refs/tags/`.
     #[error("refusing to update {name}: only branches and tags can be pushed")]
     NotBranchOrTag {
@@ -873,6 +877,7 @@ mod tests {
             Refusal::NotBranchOrTag {
                 name: "refs/notes/x".into(),
             },
+            Refusal::Review("main is protected".into()),
             Refusal::CheckedOutBranch {
                 name: "refs/heads/main".into(),
             },

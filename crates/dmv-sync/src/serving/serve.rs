@@ -26,7 +26,7 @@ use crate::serving::audit::{audit_ref, record_in_dir, Events};
 use crate::serving::pre_receive::{run_pre_receive, PreReceive};
 use crate::TransportError;
 use crate::{Refusal, SyncError, SyncResult, Violation};
-use dmv_repo::ref_names::{BRANCHES, REMOTE_BRANCHES, TAGS, UNION_LOGS};
+use dmv_repo::ref_names::{BRANCHES, REMOTE_BRANCHES, REVIEW_LOG, TAGS, UNION_LOGS};
 
 /// The protocol version this server announces (tests override it to check
 /// how a mismatch is reported).
@@ -570,6 +570,31 @@ fn log_move_keeps_entries(
     })
 }
 
+/// Review's rules at the hub (dmv-review's `protect`): a protected branch
+/// moves only by landing an approved review, and approvals arrive only
+/// from their authors.
+pub(crate) fn refuse_unreviewed_moves(
+    repo: &Repository,
+    caller: &Caller,
+    batch: &[RefUpdate],
+) -> SyncResult<()> {
+    for u in batch {
+        let old = u.expected.flatten();
+        let judged = if let Some(branch) = u.name.strip_prefix(BRANCHES) {
+            dmv_review::refuse_unreviewed_move(repo, branch, old, u.new)
+        } else if let (REVIEW_LOG, Some(new)) = (u.name.as_str(), u.new) {
+            dmv_review::refuse_approvals_of_others(repo, old, new, caller.user.as_deref())
+        } else {
+            Ok(())
+        };
+        judged.map_err(|e| match e {
+            dmv_review::ReviewError::Repo(e) => SyncError::from(e),
+            other => SyncError::Refused(Refusal::Review(other.to_string())),
+        })?;
+    }
+    Ok(())
+}
+
 /// What `ListRefs` answers: HEAD's branch, and the branches and tags.
 fn listed_refs(repo: &Repository) -> SyncResult<(Option<String>, ListedRefs)> {
     let head = match repo.head()? {
@@ -706,6 +731,7 @@ pub(crate) fn update_refs(
         });
     }
     refuse_unholdable_paths(repo, &batch)?;
+    refuse_unreviewed_moves(repo, caller, &batch)?;
     // Before the lock table's lock: a slow hook holds up only this push.
     run_pre_receive(
         caller.pre_receive.as_deref(),
