@@ -8,8 +8,9 @@
 //! delivery is tried again after its 500.
 
 mod common;
+use common::needs::{lacks, Need};
 use common::remote::commit_all;
-use common::servers::{http, HttpServer};
+use common::servers::{http, HttpServer, S3Server, MINIO_SECRET, MINIO_USER};
 use common::*;
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -284,6 +285,134 @@ fn a_webhook_that_is_not_valid_stops_the_server_with_one_line() {
                 .count(),
             1,
             "{err}"
+        );
+    }
+}
+
+/// The web UI's lock buttons (take, give back, break) as a browser posts
+/// them with a bearer token: each answered 303, the user's `token`.
+fn press(port: u16, token: &str, action: &str, path: &str) {
+    let (code, _, body) = http(
+        port,
+        "POST",
+        &format!("/hub/locks/{action}"),
+        &[
+            ("Authorization", &format!("Bearer {token}")),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ],
+        format!("path={}", path.replace('/', "%2F")).as_bytes(),
+    );
+    assert_eq!(code, 303, "{action} {path}: {body}");
+}
+
+const WEB_TOKENS: &str = "[tokens]\n\"tok-lead\" = { access = \"admin\", user = \"lead\" }\n\"tok-artist\" = { access = \"write\", user = \"artist\" }\n";
+
+/// The web UI's lock buttons are audited as `dmv lock` is: a lock, an
+/// unlock and a broken lock, with who and the path, in a directory hub's
+/// log and on the admin's audit page.
+#[test]
+fn the_web_uis_lock_buttons_are_audited() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let hub = t.join("hub");
+    run_ok(t, &["init", "--bare", hub.to_str().unwrap()]);
+    let server = HttpServer::start(
+        &format!("[repos]\nhub = {:?}\n{WEB_TOKENS}", hub.to_str().unwrap()),
+        t,
+        0,
+    );
+    press(server.port, "tok-artist", "take", "art/hero.psd");
+    press(server.port, "tok-artist", "release", "art/hero.psd");
+    press(server.port, "tok-artist", "take", "art/sky.psd");
+    press(server.port, "tok-lead", "break", "art/sky.psd");
+    let lines = run_ok(&hub, &["audit", "--json"]);
+    let events: Vec<(String, String, String)> = lines
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .map(|e| {
+            let s = |k: &str| e[k].as_str().unwrap_or_default().to_string();
+            (
+                s("event"),
+                s("user"),
+                e["paths"][0].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let want = [
+        ("lock", "artist", "art/hero.psd"),
+        ("unlock", "artist", "art/hero.psd"),
+        ("lock", "artist", "art/sky.psd"),
+        ("break-lock", "lead", "art/sky.psd"),
+    ]
+    .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()));
+    assert_eq!(events, want, "{lines}");
+    // A refused button records nothing.
+    let (code, _, _) = http(
+        server.port,
+        "POST",
+        "/hub/locks/break",
+        &[
+            ("Authorization", "Bearer tok-artist"),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ],
+        b"path=art%2Fhero.psd",
+    );
+    assert_eq!(code, 403);
+    assert_eq!(run_ok(&hub, &["audit", "--json"]), lines);
+}
+
+/// The same in front of a bucket (MinIO): the events are the bucket's,
+/// read on the admin's audit page.
+#[test]
+fn the_web_uis_lock_buttons_are_audited_in_a_bucket() {
+    if lacks(&[Need::Minio]) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let minio = S3Server::minio();
+    minio.create_bucket("studio");
+    let seed = t.join("seed");
+    run_ok(t, &["init", seed.to_str().unwrap()]);
+    std::fs::write(seed.join("readme.txt"), "hi").unwrap();
+    commit_all(&seed, "seed");
+    let mut push = dmv_cmd(&seed);
+    push.args(["push", "s3://studio/hub", "main"]);
+    minio.env(&mut push);
+    push.env("AWS_ENDPOINT_URL", minio.endpoint());
+    let out = push.output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let config = t.join("server.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[repos]\nhub = {{ url = \"s3://studio/hub\", endpoint = \"{}\" }}\n{WEB_TOKENS}",
+            minio.endpoint()
+        ),
+    )
+    .unwrap();
+    let env = [
+        ("AWS_ACCESS_KEY_ID", MINIO_USER),
+        ("AWS_SECRET_ACCESS_KEY", MINIO_SECRET),
+        ("AWS_REGION", "us-east-1"),
+    ];
+    let server = HttpServer::start_with_env(&config, 0, &env);
+    press(server.port, "tok-artist", "take", "art/moon.psd");
+    press(server.port, "tok-artist", "release", "art/moon.psd");
+    press(server.port, "tok-artist", "take", "art/sun.psd");
+    press(server.port, "tok-lead", "break", "art/sun.psd");
+    let (code, _, page) = http(
+        server.port,
+        "GET",
+        "/hub/audit",
+        &[("Authorization", "Bearer tok-lead")],
+        b"",
+    );
+    assert_eq!(code, 200, "{page}");
+    for said in ["art/moon.psd", "art/sun.psd", "break-lock", "unlock"] {
+        assert!(
+            page.contains(said),
+            "the audit page should say {said}: {page}"
         );
     }
 }

@@ -161,6 +161,7 @@ impl BucketViews {
         paths: &[String],
         user: &str,
         action: dmv_web::LockAction,
+        audit: (&dmv_sync::Events, dmv_repo::AuditEvent),
     ) -> Result<(), String> {
         let e = |e: dmv_sync::SyncError| e.to_string();
         let mut bucket = place.connect()?;
@@ -171,6 +172,7 @@ impl BucketViews {
             dmv_web::LockAction::Break => keeper.unlock_paths(paths, true, user),
         }
         .map_err(e)?;
+        dmv_sync::record_in_bucket(bucket.bucket(), audit.0, audit.1);
         self.outdated(name);
         Ok(())
     }

@@ -948,13 +948,30 @@ async fn change_lock(
         Err(refused) => return refused,
     };
     let shared = state.clone();
+    // What the audit log (and the webhooks) are told once the lock changed,
+    // as a lock through the protocol is.
+    let events = state.webhooks.events_for(&name);
+    let kind = match action {
+        dmv_web::LockAction::Take => "lock",
+        dmv_web::LockAction::Release => "unlock",
+        dmv_web::LockAction::Break => "break-lock",
+    };
+    let event = dmv_repo::AuditEvent {
+        paths: vec![form.path.clone()],
+        ..dmv_repo::AuditEvent::new(
+            kind,
+            viewer.user.as_deref().unwrap_or("(a token naming no user)"),
+        )
+    };
     let answered = tokio::task::spawn_blocking(move || {
         let (repo, bucket) = source.open(&shared, &name)?;
         // The view stays while the lock is changed and the answer made.
         let place = bucket.as_ref().map(|(_, place)| place);
         let views = &shared.bucket_views;
         let mut in_bucket = |paths: &[String], user: &str, action| match place {
-            Some(place) => views.change_lock(&name, place, paths, user, action),
+            Some(place) => {
+                views.change_lock(&name, place, paths, user, action, (&events, event.clone()))
+            }
             None => Ok(()),
         };
         let reply = dmv_web::change_lock(
@@ -968,6 +985,10 @@ async fn change_lock(
                 .is_some()
                 .then_some(&mut in_bucket as dmv_web::LockKeeper<'_>),
         );
+        // In a directory the lock changed here (in a bucket, in the closure above).
+        if place.is_none() && matches!(reply, dmv_web::Reply::Redirect(_)) {
+            dmv_sync::record_in_dir(&repo, &events, event);
+        }
         Ok::<_, String>((reply, repo))
     })
     .await;

@@ -73,8 +73,9 @@ pub(crate) fn audit_ref(name: &str, old: Option<ObjectId>, new: Option<ObjectId>
     }
 }
 
-/// Records `event` in the audit log of the directory repository `repo`.
-pub(crate) fn record_in_dir(repo: &Repository, events: &Events, event: AuditEvent) {
+/// Records `event` in the audit log of the directory repository `repo`
+/// (the server's web UI records what its buttons did through it too).
+pub fn record_in_dir(repo: &Repository, events: &Events, event: AuditEvent) {
     let event = event.bounded();
     let failed = append_audit(&repo.dmv, &event)
         .err()
@@ -105,7 +106,7 @@ fn event_name(time: i64) -> String {
 /// object of its own. An encrypted bucket keeps none (its records are
 /// plain, and paths are what it hides).
 #[cfg(feature = "s3")]
-pub(crate) fn record_in_bucket(bucket: &Bucket, events: &Events, event: AuditEvent) {
+pub fn record_in_bucket(bucket: &Bucket, events: &Events, event: AuditEvent) {
     let event = event.bounded();
     let failed = match bucket.is_encrypted() {
         true => None,
