@@ -177,6 +177,9 @@ fn comments_from_two_replicas_meet_through_a_directory_hub() {
     // The hub holds them too: a third clone sees the thread.
     let carol = clone(t, hub.to_str().unwrap(), "carol", &[], &[]);
     assert_eq!(carol.comments(&["--all"]).len(), 2);
+    // The log's entries are not history: `rev-list --all` and `log --all` leave them out.
+    assert_eq!(carol.ok(&["rev-list", "--all"]).lines().count(), 1);
+    assert_eq!(carol.ok(&["log", "--all", "--oneline"]).lines().count(), 1);
 }
 
 const TOKENS: &str = "[tokens]\n\"tok-ann\" = { access = \"write\", user = \"ann\" }\n\"tok-bob\" = { access = \"write\", user = \"bob\" }\n";

@@ -42,7 +42,11 @@ impl<'r> History<'r> {
         }
         if all {
             wants.extend(self.head_commit()?);
-            for (_, id) in self.refs.list("refs/")? {
+            for (name, id) in self.refs.list("refs/")? {
+                // The review log's commits are entries, not history (as `log --all` leaves them out).
+                if name.starts_with(crate::ref_names::UNION_LOGS) {
+                    continue;
+                }
                 // A ref may name a tag of something other than a commit: such a ref has no history.
                 let peeled = self.peel(&id)?;
                 if self.store.kind_of(&peeled)? == ObjectKind::Commit {
