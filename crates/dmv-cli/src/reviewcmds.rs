@@ -339,6 +339,9 @@ pub fn review(a: ReviewArgs) -> Result<u8> {
             if !r.reviewers.is_empty() {
                 println!("reviewers: {}", r.reviewers.join(", "));
             }
+            if let Some(tip) = tip {
+                print_commits(&repo, r, tip)?;
+            }
             for a in &r.approvals {
                 let holds = if Some(a.commit) == tip {
                     ""
@@ -422,6 +425,29 @@ pub fn review(a: ReviewArgs) -> Result<u8> {
         }
     }
     Ok(0)
+}
+
+/// Commits the review's branch shows on a review page, at most.
+const COMMITS_SHOWN: usize = 50;
+
+/// The review's commits (its branch's, not its target's), newest first, as `log --oneline`.
+fn print_commits(repo: &Repository, r: &Review, tip: dmv_repo::store::ObjectId) -> Result<()> {
+    let into = repo.refs.get(&dmv_repo::ref_names::branch_ref(&r.into))?;
+    let haves: Vec<_> = into.into_iter().collect();
+    let mut commits = Vec::new();
+    for id in repo.history().commits_between(&[tip], &haves)? {
+        let c = repo.commit(&id)?;
+        commits.push((c.committer.time, id, dmv_repo::subject_of(&c.message)));
+    }
+    commits.sort_by(|a, b| b.cmp(a));
+    println!("{} commit(s):", commits.len());
+    for (_, id, subject) in commits.iter().take(COMMITS_SHOWN) {
+        println!("  {} {}", id.short(), show_path(subject.as_bytes()));
+    }
+    if commits.len() > COMMITS_SHOWN {
+        println!("  … and {} more", commits.len() - COMMITS_SHOWN);
+    }
+    Ok(())
 }
 
 /// The same repository, refused if it has no working tree (landing merges there).

@@ -372,6 +372,10 @@ fn a_review_is_approved_by_its_reviewer_and_lands() {
         "{show}"
     );
     assert!(
+        show.contains("2 commit(s):") && show.contains("one more") && show.contains("retouched"),
+        "{show}"
+    );
+    assert!(
         show.contains("nice"),
         "the review shows the comments on its files: {show}"
     );
