@@ -15,10 +15,51 @@
 //! order git's `log` does, since which graph line lands beside which text
 //! line (and where a graph-only line is printed) is part of the picture.
 
+use std::collections::HashSet;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io::Write;
 
 use anyhow::Result;
 use dmv_repo::store::ObjectId;
+
+/// The commits a log shows: a lane leads only to a parent among them, as
+/// git draws none to the far end of a range or to commits a filter leaves
+/// out.
+#[derive(Default)]
+pub(crate) struct ShownCommits(HashSet<ObjectId, BuildHasherDefault<IdPrefixHasher>>);
+
+impl ShownCommits {
+    pub(crate) fn insert(&mut self, id: ObjectId) {
+        self.0.insert(id);
+    }
+
+    pub(crate) fn contains(&self, id: &ObjectId) -> bool {
+        self.0.contains(id)
+    }
+}
+
+/// Hashes an object id by its first 8 bytes: ids are hashes already, so
+/// hashing them again (as the default hasher would, for every parent of
+/// every commit) only costs time.
+#[derive(Default)]
+pub(crate) struct IdPrefixHasher(u64);
+
+impl Hasher for IdPrefixHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8).take(1) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.0 ^= u64::from_le_bytes(word);
+        }
+    }
+
+    // The length written before an id's bytes tells ids nothing apart.
+    fn write_usize(&mut self, _: usize) {}
+}
 
 /// Which kind of line the graph draws next for the current commit.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -183,9 +183,8 @@ fn log_decorates_walks_all_reverses_and_names_files_as_git_does() {
     let (g, d) = dated_history(t.path());
     for args in [
         &["--oneline", "--decorate", "--all"][..],
-        // git draws a lane joining one two columns away in two rows
-        // (`| |/` then `|/|`), DMV in one: --graph --all is not compared.
         &[],
+        &["--oneline", "--graph", "--decorate", "--all"],
         &["--oneline", "--graph", "--decorate"],
         &["--oneline", "--decorate"],
         &["--decorate", "-n", "2"],
@@ -1500,4 +1499,296 @@ fn add_p_stages_the_hunks_git_stages() {
         assert!(child.wait().unwrap().success());
     }
     w.agree("add -p answered q");
+}
+
+/// A Git history made with `git fast-import` from `commits` (each a
+/// subject and the indices of its parents among the commits before it,
+/// first parent first), dated a minute apart in that order, with the
+/// branches `branches` names (each at a commit's index; `main` is HEAD),
+/// and DMV's import of it.
+fn fast_imported(
+    t: &Path,
+    commits: &[(String, Vec<usize>)],
+    branches: &[(String, usize)],
+) -> (PathBuf, PathBuf) {
+    let g = t.join("g");
+    std::fs::create_dir(&g).unwrap();
+    git(&g, &["init", "-q", "-b", "main"]);
+    let mut stream = String::new();
+    for (i, (subject, parents)) in commits.iter().enumerate() {
+        let time = 1_700_000_000 + 60 * i;
+        stream += &format!(
+            "commit refs/heads/scratch\nmark :{}\nauthor Ada <ada@example.org> {time} +0000\n\
+             committer Ada <ada@example.org> {time} +0000\ndata {}\n{subject}\n",
+            i + 1,
+            subject.len()
+        );
+        match parents.split_first() {
+            Some((first, rest)) => {
+                stream += &format!("from :{}\n", first + 1);
+                for p in rest {
+                    stream += &format!("merge :{}\n", p + 1);
+                }
+            }
+            None => stream += "deleteall\n",
+        }
+        stream += &format!(
+            "M 644 inline {subject}.txt\ndata {}\n{subject}\n\n",
+            subject.len() + 1
+        );
+    }
+    for (name, at) in branches {
+        stream += &format!("reset refs/heads/{name}\nfrom :{}\n\n", at + 1);
+    }
+    let mut fast_import = Command::new("git")
+        .current_dir(&g)
+        .args(["fast-import", "--quiet"])
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", &g)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    fast_import
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stream.as_bytes())
+        .unwrap();
+    assert!(fast_import.wait().unwrap().success());
+    git(&g, &["update-ref", "-d", "refs/heads/scratch"]);
+    let d = t.join("d");
+    dmv(t, &["init", "-q", d.to_str().unwrap()]);
+    dmv(&d, &["import", "git", g.to_str().unwrap()]);
+    (g, d)
+}
+
+/// `git log ARGS` in `g` and `dmv log ARGS` in `d` (its import) print the
+/// same bytes, once each git id (full or short) is written as DMV's id of
+/// the commit with the same subject, and the dates after `Date:` (each
+/// tool's own form) are left out.
+fn assert_log_as_git(g: &Path, d: &Path, args: &[&str]) {
+    let ids = |text: String| -> Vec<(String, String)> {
+        text.lines()
+            .map(|l| {
+                let mut w = l.splitn(3, ' ');
+                let (full, short, subject) =
+                    (w.next().unwrap(), w.next().unwrap(), w.next().unwrap());
+                (subject.to_string(), format!("{full} {short}"))
+            })
+            .collect()
+    };
+    let by_subject: std::collections::HashMap<String, String> =
+        ids(dmv(d, &["log", "--all", "--format=%H %h %s"]))
+            .into_iter()
+            .collect();
+    let mut git_to_dmv = std::collections::HashMap::new();
+    for (subject, git_ids) in ids(git(g, &["log", "--all", "--format=%H %h %s"])) {
+        let dmv_ids = &by_subject[&subject];
+        for (g_id, d_id) in git_ids.split(' ').zip(dmv_ids.split(' ')) {
+            git_to_dmv.insert(g_id.to_string(), d_id.to_string());
+        }
+    }
+    // Each run of hex digits that is a git id, replaced whole.
+    let mapped = |text: &str| -> String {
+        let mut out = String::new();
+        let mut run = String::new();
+        for c in text.chars().chain(std::iter::once('\n')) {
+            if c.is_ascii_hexdigit() && !c.is_ascii_uppercase() {
+                run.push(c);
+                continue;
+            }
+            out += git_to_dmv.get(&run).unwrap_or(&run);
+            run.clear();
+            out.push(c);
+        }
+        out.pop();
+        out
+    };
+    let dateless = |text: &str| -> String {
+        text.split_inclusive('\n')
+            .map(|l| match l.find("Date:") {
+                Some(at) => format!("{}Date:\n", &l[..at]),
+                None => l.to_string(),
+            })
+            .collect()
+    };
+    let log = [&["log"][..], args].concat();
+    let want = dateless(&mapped(&git(g, &log)));
+    let got = dateless(&dmv(d, &log));
+    assert!(
+        want.contains('*'),
+        "git log {args:?} drew no graph:\n{want}"
+    );
+    assert_eq!(got, want, "log {args:?}\n--- dmv:\n{got}\n--- git:\n{want}");
+}
+
+/// Commits `(subject, parents)` from a compact text: `name:parent,parent`
+/// each, parents named before; a name alone is a root commit.
+fn commits_of(text: &str) -> Vec<(String, Vec<usize>)> {
+    let mut names: Vec<&str> = Vec::new();
+    let mut commits = Vec::new();
+    for spec in text.split_whitespace() {
+        let (name, parents) = spec.split_once(':').unwrap_or((spec, ""));
+        let parents = parents
+            .split(',')
+            .filter(|p| !p.is_empty())
+            .map(|p| {
+                names
+                    .iter()
+                    .position(|n| n == &p)
+                    .expect("a parent named before")
+            })
+            .collect();
+        names.push(name);
+        commits.push((name.to_string(), parents));
+    }
+    commits
+}
+
+/// `log --graph` draws what git 2.39 draws, byte for byte (trailing
+/// spaces included), on the histories whose drawing git makes special: a
+/// fork and its merge, two branches merged in turn, a branch forked far
+/// below its merge (a lane joining two columns away over two rows),
+/// criss-cross merges, octopus merges of 3 and 4 parents (which `dmv
+/// import git` keeps), and many branch tips never merged; with one line
+/// per commit, git's default layout, --decorate, --all, formats and the
+/// changed files beside the lanes, and of a range (no lanes to its far end).
+#[test]
+fn log_graph_draws_histories_as_git_does() {
+    // What each history is, its commits (as `commits_of` reads them), and its branches.
+    type Branches<'a> = &'a [(&'a str, &'a str)];
+    let histories: [(&str, &str, Branches); 7] = [
+        (
+            "fork and merge",
+            "a b:a s:a c:b m:c,s d:m",
+            &[("main", "d"), ("side", "s")],
+        ),
+        (
+            "two branches merged in turn",
+            "a b:a x1:b y1:b x2:x1 y2:y1 c:b m1:c,x2 m2:m1,y2 d:m2",
+            &[("main", "d"), ("x", "x2"), ("y", "y2")],
+        ),
+        (
+            "a branch forked far below",
+            "a f1:a b:a c:b e:c g:e h:g m:h,f1 i:m j:b k:j",
+            &[("main", "i"), ("far", "f1"), ("late", "k")],
+        ),
+        (
+            "criss-cross merges",
+            "a b:a l1:b r1:b l2:l1,r1 r2:r1,l1 l3:l2 r3:r2,l2 t:l3,r3",
+            &[("main", "t"), ("left", "l3"), ("right", "r3")],
+        ),
+        (
+            "octopus merges of 3 and 4 parents",
+            "a b:a p:b q:b r:b o3:b,p,q c:o3 s:c u:c v:c w:c o4:c,s,u,v x:o4 y:w",
+            &[("main", "x"), ("r", "r"), ("y", "y")],
+        ),
+        (
+            "an octopus left of open lanes",
+            "a b:a z1:a z2:a p:b q:b o:b,p,q z3:z1 c:o",
+            &[("main", "c"), ("z2", "z2"), ("z3", "z3")],
+        ),
+        (
+            "many tips never merged",
+            "a b:a t1:a t2:b c:b t3:c t4:a d:c t5:d t6:b t7:t1 e:d",
+            &[
+                ("main", "e"),
+                ("t1", "t7"),
+                ("t2", "t2"),
+                ("t3", "t3"),
+                ("t4", "t4"),
+                ("t5", "t5"),
+                ("t6", "t6"),
+            ],
+        ),
+    ];
+    for (what, text, branches) in histories {
+        let t = tempfile::tempdir().unwrap();
+        let commits = commits_of(text);
+        let index = |name: &str| commits.iter().position(|(s, _)| s == name).unwrap();
+        let branches: Vec<(String, usize)> = branches
+            .iter()
+            .map(|(b, at)| (b.to_string(), index(at)))
+            .collect();
+        let (g, d) = fast_imported(t.path(), &commits, &branches);
+        for args in [
+            &["--graph", "--oneline"][..],
+            &["--graph"],
+            &["--graph", "--oneline", "--decorate", "--all"],
+            &["--graph", "--decorate", "--all"],
+            &["--graph", "--all", "--format=%h %s"],
+            &["--graph", "--all", "--format=format:%s%n%h"],
+            &["--graph", "--all", "--oneline", "--name-only"],
+            &["--graph", "--all", "--name-status", "--format=%s"],
+            &["--graph", "--all", "--oneline", "-n", "5"],
+            &["--graph", "--oneline", "main~2..main"],
+            &["--graph", "--all", "--oneline", "--color=always"],
+        ] {
+            eprintln!("{what}: log {args:?}");
+            assert_log_as_git(&g, &d, args);
+        }
+    }
+}
+
+/// Random histories (seeded, so each run draws the same ones): 30 of up
+/// to 40 commits, each commit with one parent, or a merge of 2 to 5 among
+/// the commits before it, and branches at every tip and a few others;
+/// `log --graph --all` draws each as git does.
+#[test]
+fn log_graph_of_random_histories_matches_git() {
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move |below: usize| -> usize {
+        // xorshift64: the same numbers on every machine.
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % below.max(1) as u64) as usize
+    };
+    for history in 0..30 {
+        let count = 2 + next(39);
+        let mut commits: Vec<(String, Vec<usize>)> = Vec::new();
+        let mut has_child = vec![false; count];
+        for i in 0..count {
+            let wanted = match (i, next(20)) {
+                (0, _) => 0,
+                (_, 0..=12) => 1,
+                (_, 13..=17) => 2,
+                _ => 3 + next(3),
+            };
+            let mut parents: Vec<usize> = Vec::new();
+            // Half the commits go on from the one just made, as work on a branch does.
+            if i > 0 && next(2) == 0 {
+                parents.push(i - 1);
+            }
+            for _ in 0..4 * wanted {
+                if parents.len() >= wanted.min(i) {
+                    break;
+                }
+                let p = next(i);
+                if !parents.contains(&p) {
+                    parents.push(p);
+                }
+            }
+            for &p in &parents {
+                has_child[p] = true;
+            }
+            commits.push((format!("c{i}"), parents));
+        }
+        let mut branches: Vec<(String, usize)> = vec![("main".to_string(), count - 1)];
+        for (i, has_child) in has_child.iter().enumerate().take(count - 1) {
+            if !has_child || next(8) == 0 {
+                branches.push((format!("b{i}"), i));
+            }
+        }
+        let t = tempfile::tempdir().unwrap();
+        let (g, d) = fast_imported(t.path(), &commits, &branches);
+        for args in [
+            &["--graph", "--oneline", "--decorate", "--all"][..],
+            &["--graph", "--all"],
+        ] {
+            eprintln!("history {history} ({count} commits): log {args:?}");
+            assert_log_as_git(&g, &d, args);
+        }
+    }
 }
