@@ -94,6 +94,7 @@ pub struct LogArgs {
 
 pub fn log(a: LogArgs) -> Result<u8> {
     let repo = open_repo()?;
+    crate::diffstat::note_columns();
     let _pager = (!a.json)
         .then(|| a.colour.colour_and_pager(&repo))
         .flatten();
@@ -142,8 +143,7 @@ pub fn log(a: LogArgs) -> Result<u8> {
             .transpose()?,
         topo_order: a.graph,
         skip: 0,
-        // The graph needs every commit the log would show (below).
-        max_count: if a.graph { None } else { a.max_count },
+        max_count: a.max_count,
         all: a.all,
         reverse: a.reverse,
     })?;
@@ -177,25 +177,6 @@ pub fn log(a: LogArgs) -> Result<u8> {
         None => !a.oneline,
         Some(f) => f.starts_with("format:") || ["short", "medium", "full", "fuller"].contains(&f),
     };
-    // As git's graph: lanes lead only to parents the log shows (none to
-    // the far end of a range, or to commits the filters leave out), and
-    // -n only stops the drawing, so those are known before it.
-    let mut shown_ids = crate::log_graph::ShownCommits::default();
-    let commits: dmv_repo::LogCommits<'_> = match a.graph {
-        true => {
-            let all = commits.collect::<dmv_repo::RepoResult<Vec<_>>>()?;
-            for c in &all {
-                shown_ids.insert(c.id);
-            }
-            Box::new(
-                all.into_iter()
-                    .take(a.max_count.unwrap_or(usize::MAX))
-                    .map(Ok),
-            )
-        }
-        false => commits,
-    };
-    let mut parents_shown = Vec::new();
     for (shown, info) in commits.enumerate() {
         let info = info?;
         let c = &info.commit;
@@ -310,9 +291,7 @@ pub fn log(a: LogArgs) -> Result<u8> {
                     changes: &changes_text,
                     separated,
                 };
-                parents_shown.clear();
-                parents_shown.extend(c.parents.iter().filter(|p| shown_ids.contains(p)));
-                graph.draw(&mut stdout, info.id, &parents_shown, &text)?
+                graph.draw(&mut stdout, info.id, &c.parents, &text)?
             }
             false => stdout.write_all(&text)?,
         }
@@ -509,6 +488,7 @@ pub fn show(a: ShowArgs) -> Result<u8> {
     let named = repo.resolve_unpeeled(&rev)?;
     let id = repo.peel(&named)?;
     let c = repo.commit(&id)?;
+    crate::diffstat::note_columns();
     let _pager = a.colour.colour_and_pager(&repo);
     crate::word_diff::colour_for(&repo, a.word_diff);
     if named != id {
@@ -662,6 +642,7 @@ fn is_under(path: &[u8], spec: &[u8]) -> bool {
 
 pub fn diff(mut a: DiffArgs) -> Result<u8> {
     let repo = open_repo()?;
+    crate::diffstat::note_columns();
     let _pager = (!a.json)
         .then(|| a.colour.colour_and_pager(&repo))
         .flatten();
@@ -911,76 +892,7 @@ pub(crate) fn print_stat(
     new_in_worktree: bool,
 ) -> Result<()> {
     fetch_for_diff(repo, changes, new_in_worktree);
-    let width = changes
-        .iter()
-        .map(|c| show_path(&c.path).chars().count())
-        .max()
-        .unwrap_or(0);
-    for c in changes {
-        let old = repo.history().diff_text(c.old.as_ref(), None)?;
-        let new = match old {
-            Some(_) => repo
-                .history()
-                .diff_text(c.new.as_ref(), new_in_worktree.then_some(c.path.as_slice()))?,
-            None => None,
-        };
-        // A text file as git counts it: lines taken out and put in.
-        let counted = match (&old, &new) {
-            (Some(old), Some(new)) => {
-                let diff = similar::TextDiff::from_lines(old, new);
-                let count = |tag| diff.iter_all_changes().filter(|ch| ch.tag() == tag).count();
-                Some((
-                    count(similar::ChangeTag::Insert),
-                    count(similar::ChangeTag::Delete),
-                ))
-            }
-            _ => None,
-        };
-        match counted {
-            Some((added, removed)) => {
-                // As git draws them, at most 50 marks, shared out as the lines are.
-                let (plus, minus) = match added + removed {
-                    n if n <= 50 => (added, removed),
-                    n => (added * 50 / n, removed * 50 / n),
-                };
-                let marks = format!(
-                    "{}{}",
-                    paint(Style::Added, &"+".repeat(plus)),
-                    paint(Style::Removed, &"-".repeat(minus))
-                );
-                writeln!(
-                    out,
-                    " {:<width$} | {} {marks}",
-                    show_path(&c.path),
-                    added + removed
-                )?
-            }
-            None => {
-                let before = c.old.map(|e| e.size).unwrap_or(0);
-                let after = c.new.map(|e| e.size).unwrap_or(0);
-                writeln!(
-                    out,
-                    " {:<width$} | Bin {before} -> {after} bytes",
-                    show_path(&c.path)
-                )?
-            }
-        }
-    }
-    if !changes.is_empty() {
-        let count = |k: ChangeKind| changes.iter().filter(|c| c.kind == k).count();
-        writeln!(
-            out,
-            " {} changed, {} added, {} modified, {} deleted",
-            match changes.len() {
-                1 => "1 file".to_string(),
-                n => format!("{n} files"),
-            },
-            count(ChangeKind::Added),
-            count(ChangeKind::Modified),
-            count(ChangeKind::Deleted)
-        )?;
-    }
-    Ok(())
+    crate::diffstat::write_stat(out, repo, changes, new_in_worktree)
 }
 
 #[derive(Args)]

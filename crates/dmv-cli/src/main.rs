@@ -5,6 +5,7 @@ mod admin;
 mod bisectcmd;
 mod completion;
 mod demo;
+mod diffstat;
 mod hints;
 mod import;
 mod inspect;

@@ -972,7 +972,7 @@ fn stash_puts_changes_aside_and_brings_them_back() {
         "{shown}"
     );
     assert!(
-        shown.ends_with(" 3 files changed, 1 added, 1 modified, 1 deleted\n"),
+        shown.ends_with(" 3 files changed, 2 insertions(+), 2 deletions(-)\n"),
         "{shown}"
     );
     let patch = dmv(d, &["stash", "show", "-p", "0"]);

@@ -1087,3 +1087,121 @@ fn word_diff_marks_words_as_git_does() {
     assert!(!out.status.success());
     assert!(!git_out(&g, &["diff", "--word-diff=words"]).status.success());
 }
+
+/// `--stat` draws git's diffstat: names cut to fit with `...`, renames as
+/// `dir/{old => new}/file`, bars scaled to the width ($COLUMNS, else 80),
+/// `Bin OLD -> NEW bytes` for a binary file, and git's summary line with
+/// its singulars, plurals and omissions; in `diff`, `show` and `log`,
+/// painted or not.
+#[test]
+fn stat_draws_gits_diffstat() {
+    let t = tempfile::tempdir().unwrap();
+    let (g, d) = (t.path().join("g"), t.path().join("d"));
+    std::fs::create_dir(&g).unwrap();
+    git(&g, &["init", "-q"]);
+    dmv(t.path(), &["init", "-q", d.to_str().unwrap()]);
+    let numbers = |n: usize| -> String { (1..=n).map(|i| format!("{i}\n")).collect() };
+    let long_name = "a-file-with-a-rather-long-name-inside-a-folder-that-is-also-long.txt";
+    let before: [(&str, Vec<u8>); 6] = [
+        ("nums.txt", numbers(100).into_bytes()),
+        ("small.txt", b"a\nb\n".to_vec()),
+        ("dir/sub/moved.txt", b"x\ny\nz\n".to_vec()),
+        ("gone.txt", b"gone\n".to_vec()),
+        ("bin.dat", b"a\0b".to_vec()),
+        (long_name, numbers(30).into_bytes()),
+    ];
+    for (name, bytes) in &before {
+        for dir in [&g, &d] {
+            write(dir, name, bytes);
+        }
+    }
+    git(&g, &["add", "-A"]);
+    commit_as(
+        &g,
+        0,
+        ("Ada Lovelace", "ada@example.org", "+0000"),
+        "one",
+        &[],
+    );
+    dmv(&d, &["add", "."]);
+    dmv(&d, &["commit", "-q", "-m", "one"]);
+    for dir in [&g, &d] {
+        write(
+            dir,
+            "nums.txt",
+            numbers(100).replace('5', "five").as_bytes(),
+        );
+        write(dir, "small.txt", b"a\nB\nc\n");
+        std::fs::create_dir_all(dir.join("dir/other")).unwrap();
+        std::fs::rename(
+            dir.join("dir/sub/moved.txt"),
+            dir.join("dir/other/moved.txt"),
+        )
+        .unwrap();
+        std::fs::remove_file(dir.join("gone.txt")).unwrap();
+        write(dir, "bin.dat", b"a\0bcdef");
+        write(dir, "empty.txt", b"");
+        write(dir, long_name, numbers(35).as_bytes());
+    }
+    git(&g, &["add", "-A"]);
+    dmv(&d, &["add", "."]);
+    // The stat lines and the summary: what follows a commit's header.
+    let stat = |s: &str| -> Vec<String> {
+        s.lines()
+            .filter(|l| l.contains(" | ") || l.contains(" changed"))
+            .map(str::to_string)
+            .collect()
+    };
+    for columns in ["80", "40", "200"] {
+        for args in [
+            &["diff", "--cached", "--stat"][..],
+            &["diff", "--cached", "--stat", "--color=always"],
+        ] {
+            let theirs = git_cmd(&g, &g)
+                .env("COLUMNS", columns)
+                .args(args)
+                .output()
+                .unwrap();
+            let ours = dmv_cmd(&d)
+                .env("COLUMNS", columns)
+                .args(args)
+                .output()
+                .unwrap();
+            let (theirs, ours) = (
+                String::from_utf8_lossy(&theirs.stdout).into_owned(),
+                String::from_utf8_lossy(&ours.stdout).into_owned(),
+            );
+            assert!(theirs.contains(" 7 files changed,"), "{theirs}");
+            assert_eq!(stat(&ours), stat(&theirs), "COLUMNS={columns} {args:?}");
+        }
+    }
+    commit_as(
+        &g,
+        1,
+        ("Ada Lovelace", "ada@example.org", "+0000"),
+        "two",
+        &[],
+    );
+    dmv(&d, &["commit", "-q", "-m", "two"]);
+    // A commit of one line put in, and one of lines only taken out.
+    for dir in [&g, &d] {
+        write(dir, "small.txt", b"a\nB\nc\nd\n");
+    }
+    git(&g, &["commit", "-q", "-am", "three"]);
+    dmv(&d, &["commit", "-q", "-a", "-m", "three"]);
+    for dir in [&g, &d] {
+        write(dir, "nums.txt", b"");
+    }
+    git(&g, &["commit", "-q", "-am", "four"]);
+    dmv(&d, &["commit", "-q", "-a", "-m", "four"]);
+    for args in [
+        &["show", "--stat"][..],
+        &["show", "--stat", "HEAD~1"],
+        &["show", "--stat", "HEAD~2"],
+        &["log", "--stat"],
+        &["log", "--stat", "--color=always"],
+        &["diff", "--stat", "HEAD~3", "HEAD"],
+    ] {
+        assert_eq!(stat(&dmv(&d, args)), stat(&git(&g, args)), "{args:?}");
+    }
+}

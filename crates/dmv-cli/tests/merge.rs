@@ -143,7 +143,7 @@ fn fast_forward_then_up_to_date() {
         [
             format!("Fast-forward to {}", &feature[..12]).as_str(),
             " b.bin | Bin 0 -> 100000 bytes",
-            " 1 file changed, 1 added, 0 modified, 0 deleted"
+            " 1 file changed, 0 insertions(+), 0 deletions(-)"
         ]
     );
     assert_eq!(dmv(d, &["merge", "feature"]).trim(), "Already up to date.");
