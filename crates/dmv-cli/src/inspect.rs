@@ -143,7 +143,8 @@ pub fn log(a: LogArgs) -> Result<u8> {
             .transpose()?,
         topo_order: a.graph,
         skip: 0,
-        max_count: a.max_count,
+        // The graph needs every commit the log would show (below).
+        max_count: if a.graph { None } else { a.max_count },
         all: a.all,
         reverse: a.reverse,
     })?;
@@ -177,6 +178,25 @@ pub fn log(a: LogArgs) -> Result<u8> {
         None => !a.oneline,
         Some(f) => f.starts_with("format:") || ["short", "medium", "full", "fuller"].contains(&f),
     };
+    // As git's graph: lanes lead only to parents the log shows (none to
+    // the far end of a range, or to commits the filters leave out), and
+    // -n only stops the drawing, so those are known before it.
+    let mut shown_ids = crate::log_graph::ShownCommits::default();
+    let commits: dmv_repo::LogCommits<'_> = match a.graph {
+        true => {
+            let all = commits.collect::<dmv_repo::RepoResult<Vec<_>>>()?;
+            for c in &all {
+                shown_ids.insert(c.id);
+            }
+            Box::new(
+                all.into_iter()
+                    .take(a.max_count.unwrap_or(usize::MAX))
+                    .map(Ok),
+            )
+        }
+        false => commits,
+    };
+    let mut parents_shown = Vec::new();
     for (shown, info) in commits.enumerate() {
         let info = info?;
         let c = &info.commit;
@@ -291,7 +311,9 @@ pub fn log(a: LogArgs) -> Result<u8> {
                     changes: &changes_text,
                     separated,
                 };
-                graph.draw(&mut stdout, info.id, &c.parents, &text)?
+                parents_shown.clear();
+                parents_shown.extend(c.parents.iter().filter(|p| shown_ids.contains(p)));
+                graph.draw(&mut stdout, info.id, &parents_shown, &text)?
             }
             false => stdout.write_all(&text)?,
         }
