@@ -189,6 +189,9 @@ pub(crate) struct Graph {
     /// separating newline).
     shown_one: bool,
     missing_newline: bool,
+    /// Lines drawn for the current commit: a bound on them ends a commit
+    /// whose lanes would somehow never settle, rather than drawing on.
+    lines_drawn: usize,
 }
 
 /// What `log` prints for one commit, in the pieces git treats differently.
@@ -229,6 +232,7 @@ impl Graph {
             painting,
             shown_one: false,
             missing_newline: false,
+            lines_drawn: 0,
         }
     }
 
@@ -328,6 +332,7 @@ impl Graph {
         self.previous_commit_index = self.commit_index;
         self.update_lanes(commit);
         self.expansion_row = 0;
+        self.lines_drawn = 0;
         // A commit whose lines were not all drawn leaves a gap (`...`); an
         // octopus merge with lanes to its right first widens them.
         self.step = if self.step != Step::Padding {
@@ -486,6 +491,17 @@ impl Graph {
         let mut line = GraphLine::default();
         if self.commit.is_none() {
             return (line.text, false);
+        }
+        // Lanes move left at least one place a line, an octopus widens them
+        // two lines a parent: far fewer lines than this bound settle them.
+        // Past it the commit's line is drawn, or its lines end.
+        self.lines_drawn += 1;
+        if self.lines_drawn > 4 * (self.mapping.len() + self.parents.len()) + 16 {
+            self.step = match self.step {
+                Step::Skip | Step::PreCommit => Step::Commit,
+                Step::PostMerge | Step::Collapsing => Step::Padding,
+                other => other,
+            };
         }
         let is_commit_line = self.step == Step::Commit;
         match self.step {
