@@ -148,8 +148,8 @@ const MERGE_EDGES: [char; 3] = ['/', '|', '\\'];
 /// `log --graph`'s state between commits: fed one commit at a time,
 /// children before parents (the order `--topo-order` gives).
 pub(crate) struct Graph {
-    /// The commit being drawn and its parents (all of them: every commit a
-    /// log reaches is shown, so every parent gets a lane).
+    /// The commit being drawn and those of its parents the log shows
+    /// (the others get no lane, see [`ShownCommits`]).
     commit: Option<ObjectId>,
     parents: Vec<ObjectId>,
     /// How wide every line of this commit is padded to.
