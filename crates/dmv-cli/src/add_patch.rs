@@ -2,7 +2,8 @@
 //! text file's differences between the staging area and the working tree
 //! are shown hunk by hunk, as git shows them, and the person answers for
 //! each: y, n, q, a, d, s (split into smaller hunks), j/J/k/K (leave it and
-//! go on or back) and ?. The chosen changes are put on the staged version
+//! go on or back), g (go to a hunk by its number), / (go to the next hunk
+//! matching a regular expression) and ?. The chosen changes are put on the staged version
 //! and that is staged whole (dmv-repo's `stage_content`, refused when the
 //! file was staged again meanwhile). A deleted file is asked about as a
 //! deletion; binary files and new files are left out, as git leaves them.
@@ -127,6 +128,22 @@ impl FileDiff {
     /// Where `hunk` starts in the old and the new text (1-based), and its
     /// lengths there: git's `@@ -A,B +C,D @@`.
     fn header(&self, hunk: &Hunk) -> String {
+        let (old_at, old_len, new_at, new_len) = self.span(hunk);
+        let side = |at: usize, len: usize| match len {
+            1 => format!("{at}"),
+            0 => format!("{},0", at - 1),
+            _ => format!("{at},{len}"),
+        };
+        format!(
+            "@@ -{} +{} @@",
+            side(old_at, old_len),
+            side(new_at, new_len)
+        )
+    }
+
+    /// Where `hunk` starts in the old and the new text (1-based; with no
+    /// line there, the line before it) and its lengths there.
+    fn span(&self, hunk: &Hunk) -> (usize, usize, usize, usize) {
         let (mut old_at, mut new_at) = (1, 1);
         for l in &self.lines[..hunk.start] {
             match l.tag {
@@ -144,36 +161,65 @@ impl FileDiff {
             .iter()
             .filter(|l| l.tag != ChangeTag::Delete)
             .count();
-        let side = |at: usize, len: usize| match len {
-            1 => format!("{at}"),
-            0 => format!("{},0", at - 1),
-            _ => format!("{at},{len}"),
-        };
-        format!(
-            "@@ -{} +{} @@",
-            side(old_at, old_len),
-            side(new_at, new_len)
+        let start = |at: usize, len: usize| if len == 0 { at - 1 } else { at };
+        (
+            start(old_at, old_len),
+            old_len,
+            start(new_at, new_len),
+            new_len,
         )
     }
 
     fn show(&self, out: &mut impl Write, hunk: &Hunk, old: &str) -> std::io::Result<()> {
-        writeln!(
-            out,
-            "{}",
-            crate::word_diff::with_function_line(&self.header(hunk), old)
-        )?;
+        write!(out, "{}", self.rendered(hunk, old))
+    }
+
+    /// A hunk as shown, and as `/` searches it: its header, then its lines.
+    fn rendered(&self, hunk: &Hunk, old: &str) -> String {
+        let mut text = crate::word_diff::with_function_line(&self.header(hunk), old);
+        text.push('\n');
         for l in &self.lines[hunk.start..hunk.end] {
-            let mark = match l.tag {
-                ChangeTag::Equal => ' ',
-                ChangeTag::Delete => '-',
-                ChangeTag::Insert => '+',
-            };
-            write!(out, "{mark}{}", l.text)?;
+            text.push(Self::mark(l.tag));
+            text.push_str(&l.text);
             if !l.text.ends_with('\n') {
-                writeln!(out, "\n\\ No newline at end of file")?;
+                text.push_str("\n\\ No newline at end of file\n");
             }
         }
-        Ok(())
+        text
+    }
+
+    fn mark(tag: ChangeTag) -> char {
+        match tag {
+            ChangeTag::Equal => ' ',
+            ChangeTag::Delete => '-',
+            ChangeTag::Insert => '+',
+        }
+    }
+
+    /// A hunk on one line, as `g` lists them: where it starts and how
+    /// long it is on each side, padded to 20 columns, then its first
+    /// changed line, the whole cut to 80 bytes.
+    fn summary(&self, hunk: &Hunk) -> String {
+        let (old_at, old_len, new_at, new_len) = self.span(hunk);
+        let mut line = format!(" -{old_at},{old_len} +{new_at},{new_len} ");
+        while line.len() < 20 {
+            line.push(' ');
+        }
+        if let Some(l) = self.lines[hunk.start..hunk.end]
+            .iter()
+            .find(|l| l.tag != ChangeTag::Equal)
+        {
+            line.push(Self::mark(l.tag));
+            line.push_str(l.text.strip_suffix('\n').unwrap_or(&l.text));
+        }
+        if line.len() > 80 {
+            let mut cut = 80;
+            while !line.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            line.truncate(cut);
+        }
+        line
     }
 
     /// The staged text with the chosen runs applied.
@@ -206,6 +252,8 @@ j - leave this hunk undecided, see next undecided hunk
 J - leave this hunk undecided, see next hunk
 k - leave this hunk undecided, see previous undecided hunk
 K - leave this hunk undecided, see previous hunk
+g - select a hunk to go to
+/ - search for a hunk matching the given regex
 s - split the current hunk into smaller hunks
 ? - print help
 ";
@@ -248,6 +296,7 @@ fn choose(
                 (at > 0, ",K"),
                 (undecided_after.is_some(), ",j"),
                 (at + 1 < hunks.len(), ",J"),
+                (hunks.len() > 1, ",g,/"),
                 (splittable, ",s"),
             ] {
                 if allowed {
@@ -295,6 +344,11 @@ fn choose(
                 Some('J') if at + 1 < hunks.len() => Some(at + 1),
                 Some('k') if undecided_before.is_some() => undecided_before,
                 Some('K') if at > 0 => Some(at - 1),
+                // As git 2.39's, the hunk is shown again even where it stays.
+                Some('g') => Some(go_to(diff, &hunks, at, &answer[1..], input, out)?.unwrap_or(at)),
+                Some('/') => {
+                    Some(search(diff, &hunks, at, old, &answer[1..], input, out)?.unwrap_or(at))
+                }
                 Some('s') if splittable => {
                     let parts = diff.split(&hunks[at]);
                     writeln!(out, "Split into {} hunks.", parts.len())?;
@@ -308,20 +362,117 @@ fn choose(
             };
             match next {
                 Some(i) => at = i,
-                // Decided: the next undecided hunk, after this one first.
-                None => {
-                    match (at + 1..hunks.len())
-                        .chain(0..at)
-                        .find(|&i| !decided(diff, &hunks[i]))
-                    {
-                        Some(i) => at = i,
-                        None => return Ok(Ok(())),
-                    }
-                }
+                // Decided: the next undecided hunk after this one; with
+                // none after it, the first hunk (decided or not, as git's)
+                // while any is undecided.
+                None => match (at + 1..hunks.len()).find(|&i| !decided(diff, &hunks[i])) {
+                    Some(i) => at = i,
+                    None if hunks.iter().all(|h| decided(diff, h)) => return Ok(Ok(())),
+                    None => at = 0,
+                },
             }
             break;
         }
     }
+}
+
+/// How many hunks `g` lists at a time.
+const LISTED_AT_ONCE: usize = 20;
+
+/// `g`: the hunk whose number was given after it, or asked for below a
+/// list of the hunks (20 at a time, from 10 before this one); None (and
+/// why, on standard error as git says it) when there is no such hunk.
+fn go_to(
+    diff: &FileDiff,
+    hunks: &[Hunk],
+    at: usize,
+    given: &str,
+    input: &mut impl BufRead,
+    out: &mut impl Write,
+) -> Result<Option<usize>> {
+    if hunks.len() < 2 {
+        eprintln!("No other hunks to goto");
+        return Ok(None);
+    }
+    let mut answer = given.trim().to_string();
+    let mut next = at.saturating_sub(LISTED_AT_ONCE / 2);
+    while answer.is_empty() {
+        let end = (next + LISTED_AT_ONCE).min(hunks.len());
+        for (i, h) in hunks.iter().enumerate().take(end).skip(next) {
+            let decided = h.runs.iter().map(|&r| diff.chosen[r]).collect::<Vec<_>>();
+            let state = match decided.first().copied().flatten() {
+                Some(true) => '+',
+                Some(false) => '-',
+                None => ' ',
+            };
+            writeln!(out, "{state}{:>2}: {}", i + 1, diff.summary(h))?;
+        }
+        next = end;
+        let question = match next < hunks.len() {
+            true => "go to which hunk (<ret> to see more)? ",
+            false => "go to which hunk? ",
+        };
+        match ask(input, out, question)? {
+            Some(a) => answer = a,
+            None => break,
+        }
+    }
+    match answer.parse::<usize>() {
+        Ok(n) if (1..=hunks.len()).contains(&n) => Ok(Some(n - 1)),
+        Ok(_) => {
+            eprintln!("Sorry, only {} hunks available.", hunks.len());
+            Ok(None)
+        }
+        Err(_) => {
+            eprintln!("Invalid number: '{answer}'");
+            Ok(None)
+        }
+    }
+}
+
+/// `/`: the first hunk from this one on (then from the first) whose text
+/// as shown has a line matching the extended regular expression given
+/// after it, or asked for; None (and why, on standard error) when none does.
+fn search(
+    diff: &FileDiff,
+    hunks: &[Hunk],
+    at: usize,
+    old: &str,
+    given: &str,
+    input: &mut impl BufRead,
+    out: &mut impl Write,
+) -> Result<Option<usize>> {
+    if hunks.len() < 2 {
+        eprintln!("No other hunks to search");
+        return Ok(None);
+    }
+    let mut pattern = given.to_string();
+    if pattern.is_empty() {
+        match ask(input, out, "search for regex? ")? {
+            Some(p) if !p.is_empty() => pattern = p,
+            _ => return Ok(None),
+        }
+    }
+    let extended = dmv_repo::GrepOptions {
+        syntax: dmv_repo::PatternSyntax::Extended,
+        ..Default::default()
+    };
+    let regex = match dmv_repo::GrepPattern::new(&pattern, extended) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("Malformed search regexp {pattern}: {e}");
+            return Ok(None);
+        }
+    };
+    let found = (at..hunks.len()).chain(0..at).find(|&i| {
+        diff.rendered(&hunks[i], old)
+            .lines()
+            .any(|l| regex.is_match(l.as_bytes()))
+    });
+    if found.is_none() {
+        eprintln!("No hunk matches the given pattern");
+    }
+    Ok(found)
 }
 
 /// `dmv add -p [PATH…]`: asks about each hunk of each changed text file

@@ -1464,7 +1464,7 @@ fn add_p_stages_the_hunks_git_stages() {
     dmv_add.args(["add", "-p"]);
     let ours = piped(dmv_add);
     assert!(
-        ours.contains("(1/2) Stage this hunk [y,n,q,a,d,j,J,?]? "),
+        ours.contains("(1/2) Stage this hunk [y,n,q,a,d,j,J,g,/,?]? "),
         "{ours}"
     );
     assert!(ours.contains("Split into 2 hunks."), "{ours}");
@@ -1499,6 +1499,89 @@ fn add_p_stages_the_hunks_git_stages() {
         assert!(child.wait().unwrap().success());
     }
     w.agree("add -p answered q");
+}
+
+/// `add -p`'s `g` (go to a hunk by number, or chosen from a list) and `/`
+/// (go to the next hunk matching a regular expression) take git's path
+/// through the hunks: the same answers piped to both stage the same, the
+/// list is git's, and a number or pattern that finds nothing is said so.
+#[test]
+fn add_p_goes_to_hunks_by_number_and_by_search_as_git_does() {
+    let t = tempfile::tempdir().unwrap();
+    let w = Twins::new(t.path());
+    let numbers: String = (1..=40).map(|i| format!("{i}\n")).collect();
+    w.write("a.txt", &numbers);
+    w.both(&["add", "."]);
+    w.both(&["commit", "-q", "-m", "before"]);
+    w.write(
+        "a.txt",
+        &numbers
+            .replace("\n2\n", "\nTWO\n")
+            .replace("\n12\n", "\nTWELVE\n")
+            .replace("\n22\n", "\nTWENTY-TWO\n")
+            .replace("\n32\n", "\nTHIRTY-TWO\n"),
+    );
+    // No hunk 9, nothing matching zzz; then hunk 3 staged, a search that
+    // wraps round to hunk 1 (staged), the list and hunk 4 chosen from it
+    // (left), and hunk 2 left.
+    let answers = "g9\n/zzz\ng3\ny\n/^\\+TWO\ny\ng\n4\nn\nn\n";
+    // What it printed and, after it, what it said on standard error.
+    let piped = |mut c: Command| {
+        let mut child = c
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(answers.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+    let mut git_add = Command::new("git");
+    git_add.current_dir(&w.g).args(["add", "-p"]);
+    let theirs = piped(git_add);
+    let mut dmv_add = dmv_cmd(&w.d);
+    dmv_add.args(["add", "-p"]);
+    let ours = piped(dmv_add);
+    for said in [
+        "Sorry, only 4 hunks available.",
+        "No hunk matches the given pattern",
+        "go to which hunk? ",
+    ] {
+        assert!(theirs.contains(said), "{theirs}");
+        assert!(ours.contains(said), "{said}: {ours}");
+    }
+    // The list `g` shows: each hunk's number, whether it is staged, where
+    // it is and its first changed line.
+    let listed = |text: &str| -> Vec<String> {
+        text.split('\n')
+            .map(|l| l.rsplit("? ").next().unwrap_or(l))
+            .filter(|l| {
+                l.len() > 4 && l.as_bytes()[3] == b':' && l[1..3].trim().parse::<u32>().is_ok()
+            })
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(listed(&theirs).len(), 4, "{theirs}");
+    assert_eq!(listed(&ours), listed(&theirs));
+    w.agree("add -p with g and /");
+    w.both(&["commit", "-q", "-m", "chosen"]);
+    assert_eq!(
+        dmv(&w.d, &["cat", "HEAD:a.txt"]),
+        git(&w.g, &["show", "HEAD:a.txt"])
+    );
+    w.agree("the commit of what g and / chose");
 }
 
 /// A Git history made with `git fast-import` from `commits` (each a
