@@ -4,6 +4,7 @@
 //! page shows, the comments carried forward to a later version.
 
 use dmv_repo::ref_names::{branch_ref, REMOTE_BRANCHES, REVIEW_LOG};
+use dmv_repo::store::object::Signature;
 use dmv_repo::store::ObjectId;
 use dmv_repo::tree::lookup;
 use dmv_repo::Repository;
@@ -12,11 +13,40 @@ use serde::Serialize;
 use crate::anchor::Anchor;
 use crate::board::{Board, Comment, Review, ReviewState};
 use crate::error::{ReviewError, ReviewResult};
-use crate::event::{Event, Pinned};
+use crate::event::{Event, Pinned, MAX_NAME_BYTES};
 
 /// Appends `event`, checked, to the review log; returns its id.
 fn record(repo: &Repository, event: &Event) -> ReviewResult<ObjectId> {
-    Ok(repo.history().append_to_log(REVIEW_LOG, &event.encode()?)?)
+    record_as(repo, event, repo.signer()?)
+}
+
+/// [`record`], signed by `me`.
+fn record_as(repo: &Repository, event: &Event, me: Signature) -> ReviewResult<ObjectId> {
+    Ok(repo
+        .history()
+        .append_to_log_as(REVIEW_LOG, &event.encode()?, me)?)
+}
+
+/// Who writes an event for someone else (a server for the user logged
+/// in): signed with their name and no email address, now.
+fn signed_by(by: &str) -> ReviewResult<Signature> {
+    if by.is_empty()
+        || by.len() > MAX_NAME_BYTES
+        || by.chars().any(|c| c.is_control() || c == '<' || c == '>')
+    {
+        return Err(ReviewError::Invalid(format!(
+            "a name signing an event must be 1 to {MAX_NAME_BYTES} bytes without control characters or angle brackets"
+        )));
+    }
+    let time = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    Ok(Signature {
+        name: by.to_string(),
+        email: String::new(),
+        time,
+        tz_minutes: 0,
+    })
 }
 
 /// The version of `path` in commit `commit`: refused when it holds no file there.
@@ -36,31 +66,56 @@ pub fn pin(repo: &Repository, commit: ObjectId, path: &str) -> ReviewResult<Pinn
     }
 }
 
+fn comment_event(file: Pinned, at: Anchor, text: &str) -> Event {
+    Event::Comment {
+        file,
+        at,
+        text: text.to_string(),
+        reply_to: None,
+    }
+}
+
 /// Comments `text` on `file` at `at`; returns the comment's id.
 pub fn comment(repo: &Repository, file: Pinned, at: Anchor, text: &str) -> ReviewResult<ObjectId> {
-    record(
-        repo,
-        &Event::Comment {
-            file,
-            at,
-            text: text.to_string(),
-            reply_to: None,
-        },
-    )
+    record(repo, &comment_event(file, at, text))
+}
+
+/// [`comment`], signed by the person named `by` (a server writing for
+/// the user logged in).
+pub fn comment_as(
+    repo: &Repository,
+    by: &str,
+    file: Pinned,
+    at: Anchor,
+    text: &str,
+) -> ReviewResult<ObjectId> {
+    record_as(repo, &comment_event(file, at, text), signed_by(by)?)
+}
+
+fn reply_event(board: &Board, to: &str, text: &str) -> ReviewResult<Event> {
+    let parent = board.comment(to)?;
+    Ok(Event::Comment {
+        file: parent.file.clone(),
+        at: parent.at,
+        text: text.to_string(),
+        reply_to: Some(parent.id),
+    })
 }
 
 /// Replies `text` to the comment `to` (an id's prefix); returns the reply's id.
 pub fn reply(repo: &Repository, board: &Board, to: &str, text: &str) -> ReviewResult<ObjectId> {
-    let parent = board.comment(to)?;
-    record(
-        repo,
-        &Event::Comment {
-            file: parent.file.clone(),
-            at: parent.at,
-            text: text.to_string(),
-            reply_to: Some(parent.id),
-        },
-    )
+    record(repo, &reply_event(board, to, text)?)
+}
+
+/// [`reply`], signed by the person named `by`.
+pub fn reply_as(
+    repo: &Repository,
+    by: &str,
+    board: &Board,
+    to: &str,
+    text: &str,
+) -> ReviewResult<ObjectId> {
+    record_as(repo, &reply_event(board, to, text)?, signed_by(by)?)
 }
 
 /// Marks the comment `id` (a prefix) resolved, or reopens it; returns its full id.
@@ -72,6 +127,19 @@ pub fn resolve(
 ) -> ReviewResult<ObjectId> {
     let comment = board.comment(id)?.id;
     record(repo, &Event::Resolve { comment, resolved })?;
+    Ok(comment)
+}
+
+/// [`resolve`], signed by the person named `by`.
+pub fn resolve_as(
+    repo: &Repository,
+    by: &str,
+    board: &Board,
+    id: &str,
+    resolved: bool,
+) -> ReviewResult<ObjectId> {
+    let comment = board.comment(id)?.id;
+    record_as(repo, &Event::Resolve { comment, resolved }, signed_by(by)?)?;
     Ok(comment)
 }
 
@@ -168,8 +236,22 @@ fn open<'b>(board: &'b Board, id: &str) -> ReviewResult<&'b Review> {
 /// repository's identity, who must be one of its reviewers (when it names
 /// any) and not its author. Returns the commit approved.
 pub fn approve(repo: &Repository, board: &Board, id: &str) -> ReviewResult<ObjectId> {
+    approve_signed(repo, board, id, repo.signer()?)
+}
+
+/// [`approve`], by the person named `by` (who must be a reviewer, as there).
+pub fn approve_as(repo: &Repository, by: &str, board: &Board, id: &str) -> ReviewResult<ObjectId> {
+    approve_signed(repo, board, id, signed_by(by)?)
+}
+
+fn approve_signed(
+    repo: &Repository,
+    board: &Board,
+    id: &str,
+    signer: Signature,
+) -> ReviewResult<ObjectId> {
     let review = open(board, id)?;
-    let me = repo.signer()?.name;
+    let me = signer.name.clone();
     if me == review.by.name {
         return Err(ReviewError::Refused(format!(
             "{me} opened review {}: someone else approves it",
@@ -184,12 +266,13 @@ pub fn approve(repo: &Repository, board: &Board, id: &str) -> ReviewResult<Objec
         )));
     }
     let commit = review_tip(repo, review)?;
-    record(
+    record_as(
         repo,
         &Event::Approve {
             review: review.id,
             commit,
         },
+        signer,
     )?;
     Ok(commit)
 }

@@ -20,8 +20,8 @@ mod event;
 mod protect;
 
 pub use actions::{
-    approve, close, comment, comments_on, open_review, pin, ready_to_land, reply, resolve,
-    review_tip, Shown,
+    approve, approve_as, close, comment, comment_as, comments_on, open_review, pin, ready_to_land,
+    reply, reply_as, resolve, resolve_as, review_tip, Shown,
 };
 pub use anchor::{Anchor, MAX_LINE, MAX_MILLIS, MAX_PIXEL};
 pub use board::{

@@ -61,6 +61,7 @@ pub(crate) fn routes() -> Router<Shared> {
         .route("/{repo}/", get(repo_home))
         .route("/{repo}/{*rest}", get(page))
         .route("/{repo}/locks/{action}", post(change_lock))
+        .route("/{repo}/review/{id}", get(review_page).post(change_review))
         .route("/{repo}/audit", get(audit))
 }
 
@@ -511,6 +512,17 @@ async fn page(
     headers: HeaderMap,
 ) -> Response {
     serve_page(state, peer, name, rest, query, headers).await
+}
+
+/// `/{repo}/review/{id}`: a review's page (its path is also where review forms post).
+async fn review_page(
+    state: State<Shared>,
+    peer: Extension<Peer>,
+    UrlPath((name, id)): UrlPath<(String, String)>,
+    query: Query<BTreeMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    serve_page(state, peer, name, format!("review/{id}"), query, headers).await
 }
 
 async fn serve_page(
@@ -989,6 +1001,67 @@ async fn change_lock(
         if place.is_none() && matches!(reply, dmv_web::Reply::Redirect(_)) {
             dmv_sync::record_in_dir(&repo, &events, event);
         }
+        Ok::<_, String>((reply, repo))
+    })
+    .await;
+    match answered {
+        Ok(Ok((reply, repo))) => send(reply, repo, None),
+        Ok(Err(e)) => (StatusCode::INTERNAL_SERVER_ERROR, Html(html_text(&e))).into_response(),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Html(html_text(&e.to_string())),
+        )
+            .into_response(),
+    }
+}
+
+/// A comment, reply, resolve or approval from a page: a session's form
+/// must come from our pages and carry its secret, as a lock form does; the
+/// event is written signed with the token's user (dmv-web refuses a token
+/// without one, or a read token). A repository kept in a bucket is shown
+/// through a replica of its metadata that the bucket does not read back:
+/// its review log is written by clones (fetch and push carry it), not here.
+async fn change_review(
+    State(state): State<Shared>,
+    Extension(peer): Extension<Peer>,
+    UrlPath((name, action)): UrlPath<(String, String)>,
+    headers: HeaderMap,
+    Form(form): Form<dmv_web::ReviewForm>,
+) -> Response {
+    let Some(action) = dmv_web::ReviewAction::named(&action) else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let viewer = match viewer(&state, peer, &headers) {
+        Ok(v) => v,
+        Err(refused) => return refused,
+    };
+    if let Some(secret) = &viewer.form_secret {
+        if !state.comes_from_our_pages(peer, &headers)
+            || form
+                .form_secret
+                .as_deref()
+                .is_none_or(|s| !same_secret(s, secret))
+        {
+            return refused_form();
+        }
+    }
+    let source = match source_of(&state, &name) {
+        Ok(Source::Dir(dir)) => dir,
+        Ok(Source::Bucket(_)) => {
+            return (
+                StatusCode::NOT_IMPLEMENTED,
+                Html(format!(
+                    "{} is kept in a bucket: comment from a clone, whose push carries the comments there",
+                    html_text(&name)
+                )),
+            )
+                .into_response()
+        }
+        Err(refused) => return refused,
+    };
+    let answered = tokio::task::spawn_blocking(move || {
+        let repo = Repository::open(&source).map_err(|e| e.to_string())?;
+        let reply = dmv_web::change_review(&repo, &name, action, &form, &viewer);
         Ok::<_, String>((reply, repo))
     })
     .await;

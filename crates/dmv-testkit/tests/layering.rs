@@ -35,7 +35,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     ("dmv-bucket", &["dmv-os", "dmv-store", "dmv-crypt"]),
     // The web UI's pages are made from a repository; the server (dmv-server) sends them.
-    ("dmv-web", &["dmv-repo", "dmv-media"]),
+    ("dmv-web", &["dmv-repo", "dmv-media", "dmv-review"]),
     // A Git repository's history converted into a repository.
     ("dmv-gitimport", &["dmv-repo"]),
     // Comments and reviews, read from and written to the repository's review log.

@@ -9,6 +9,7 @@
 
 mod assets;
 mod audit_page;
+mod comments;
 mod flights;
 mod home;
 mod markdown;
@@ -17,6 +18,7 @@ mod pages;
 mod photos;
 mod ranges;
 mod reply;
+mod review_pages;
 mod routes;
 mod search;
 mod thumbs;
@@ -34,6 +36,7 @@ pub use pages::{
 };
 pub use ranges::{parse_range, ByteRange};
 pub use reply::{Reply, Viewer};
+pub use review_pages::{change_review, ReviewAction, ReviewForm};
 pub use routes::{
     change_lock, respond, write_content, LockAction, LockKeeper, PageRequest, WEB_REPLICA,
 };

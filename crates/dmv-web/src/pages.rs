@@ -38,7 +38,7 @@ function show(){var m=(document.querySelector('input[name=mode]:checked')||{}).v
 o.style.clipPath=m==='swipe'?'inset(0 0 0 '+v+'%)':'none';o.style.opacity=m==='onion'?v/100:1;o.style.mixBlendMode=m==='difference'?'difference':'normal';}\
 s.addEventListener('input',show);document.querySelectorAll('input[name=mode]').forEach(function(r){r.addEventListener('change',show);});show();\
 var z=document.getElementById('zoom'),pans=document.querySelectorAll('.pan');\
-z.addEventListener('input',function(){pans.forEach(function(p){p.querySelector('img').style.width=(z.value*100)+'%';});});\
+z.addEventListener('input',function(){pans.forEach(function(p){p.firstElementChild.style.width=(z.value*100)+'%';});});\
 pans.forEach(function(p){p.addEventListener('scroll',function(){pans.forEach(function(o){if(o===p)return;\
 var x=p.scrollWidth-p.clientWidth,y=p.scrollHeight-p.clientHeight;o.scrollLeft=x>0?p.scrollLeft/x*(o.scrollWidth-o.clientWidth):0;o.scrollTop=y>0?p.scrollTop/y*(o.scrollHeight-o.clientHeight):0;});});});})();";
 
@@ -71,6 +71,7 @@ fn layout_with(title: &str, repo: Option<&str>, body: Markup, logout: bool) -> S
                         a.repo href={ "/" (seg(r)) "/" } { (r) }
                         a href={ "/" (seg(r)) "/locks" } title="locks" { (icon(Icon::Lock)) span.word { " locks" } }
                         a href={ "/" (seg(r)) "/search" } title="search" { (icon(Icon::Search)) span.word { " search" } }
+                        a href={ "/" (seg(r)) "/reviews" } title="reviews" { (icon(Icon::Comment)) span.word { " reviews" } }
                     }
                     span.grow {}
                     button.link #theme type="button" hidden aria-label="switch between light and dark colours" title="light or dark" { (icon(Icon::Theme)) span.word { " theme" } }
@@ -635,6 +636,17 @@ pub fn file(
         _ => Vec::new(),
     };
     let markdown = path.to_ascii_lowercase().ends_with(".md");
+    let size = match (present, media_of(path)) {
+        (true, Media::Image) => crate::comments::picture_size(repo, &e.id),
+        _ => None,
+    };
+    let place = crate::comments::FilePlace {
+        name,
+        rev,
+        commit,
+        path,
+    };
+    let comments = crate::comments::file_comments(repo, &place, size, viewer, true);
     let body = html! {
         h1 { (file_name) }
         (crumbs(&base, rev, path))
@@ -646,7 +658,16 @@ pub fn file(
         @if !present { p { "This replica does not hold this file's data." } }
         @else {
             @match media_of(path) {
-                Media::Image => { a href=(raw) { img.picture src={ (base) "/preview/" (e.id.to_hex()) } alt=(path); } }
+                // On a wide screen the threads sit beside the picture they point into.
+                Media::Image => {
+                    div.beside {
+                        div.marked data-w=[size.map(|s| s.0)] data-h=[size.map(|s| s.1)] {
+                            a href=(raw) { img.picture draggable="false" src={ (base) "/preview/" (e.id.to_hex()) } alt=(path); }
+                            (comments.pins)
+                        }
+                        (comments.threads)
+                    }
+                }
                 Media::Video => { video.picture controls preload="metadata" src=(raw) {} }
                 Media::Audio => { audio controls preload="metadata" src=(raw) {} }
                 _ => {
@@ -656,6 +677,7 @@ pub fn file(
                 }
             }
         }
+        @if !(present && media_of(path) == Media::Image) { (comments.threads) }
         h2 { "Versions" }
         ul.plain.commits { @for (i, (c, msg, v, time)) in versions.iter().enumerate() {
             li.thumbs {
@@ -733,13 +755,41 @@ pub fn compare(
         format!("{base}/preview/{}", a.to_hex()),
         format!("{base}/preview/{}", b.to_hex()),
     );
+    // Each side shows the comments carried to its version, when the link
+    // names the file and the commits (read-only: a comment is made on the file's page).
+    let side = |commit: Option<&str>, version: &ObjectId| {
+        let commit = commit.and_then(|hex| repo.resolve(hex).ok())?;
+        let rev = commit.to_hex();
+        let place = crate::comments::FilePlace {
+            name,
+            rev: &rev,
+            commit,
+            path: label,
+        };
+        (!label.is_empty()).then(|| {
+            crate::comments::file_comments(
+                repo,
+                &place,
+                crate::comments::picture_size(repo, version),
+                &Viewer::default(),
+                false,
+            )
+        })
+    };
+    let (comments_a, comments_b) = (side(commits.0, &a), side(commits.1, &b));
+    let pins = |c: &Option<crate::comments::FileComments>| {
+        c.as_ref().map_or_else(|| html! {}, |c| c.pins.clone())
+    };
+    let threads = |c: &Option<crate::comments::FileComments>| {
+        c.as_ref().map_or_else(|| html! {}, |c| c.threads.clone())
+    };
     let body = html! {
         h1 { "Compare " (label) }
         h2 { "Side by side" }
         div.controls { label { "zoom " input #zoom type="range" min="1" max="8" step="0.5" value="1" aria-label="zoom both versions"; } span.muted { "scroll either picture: both move" } }
         div.twoup {
-            figure { div.pan { img #before src=(src_a) alt={ "before: " (label) }; } figcaption { "before: " (named(commits.0, &a)) } }
-            figure { div.pan { img #after src=(src_b) alt={ "after: " (label) }; } figcaption { "after: " (named(commits.1, &b)) } }
+            figure { div.pan { div.marked { img #before src=(src_a) alt={ "before: " (label) }; (pins(&comments_a)) } } figcaption { "before: " (named(commits.0, &a)) } (threads(&comments_a)) }
+            figure { div.pan { div.marked { img #after src=(src_b) alt={ "after: " (label) }; (pins(&comments_b)) } } figcaption { "after: " (named(commits.1, &b)) } (threads(&comments_b)) }
         }
         h2 { "Over each other" }
         div.controls {

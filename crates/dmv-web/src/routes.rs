@@ -89,6 +89,8 @@ pub fn respond(repo: &Repository, name: &str, req: &PageRequest<'_>) -> Reply {
             None => Err("compare needs two versions".into()),
         },
         "locks" if rest.is_empty() => pages::locks(repo, name, req.viewer),
+        "reviews" if rest.is_empty() => crate::review_pages::reviews(repo, name),
+        "review" => crate::review_pages::review(repo, name, rest, req.viewer),
         "search" if rest.is_empty() => {
             let what = if query("in") == Some("commits") {
                 pages::SearchIn::Commits

@@ -61,6 +61,7 @@ pub(crate) enum Icon {
     Search,
     Theme,
     History,
+    Comment,
 }
 
 pub(crate) fn icon(which: Icon) -> Markup {
@@ -74,6 +75,7 @@ pub(crate) fn icon(which: Icon) -> Markup {
         Icon::Search => "M10.5 17a6.5 6.5 0 1 0 0-13 6.5 6.5 0 0 0 0 13zM15.5 15.5L20 20",
         Icon::Theme => "M12 3a9 9 0 1 0 0 18zM12 3a9 9 0 0 1 0 18",
         Icon::History => "M4 12a8 8 0 1 0 2.3-5.6M4 4v4h4M12 8v4l3 2",
+        Icon::Comment => "M4 5h16v11H10l-5 4v-4H4z",
     };
     html! { (PreEscaped(format!(r#"<svg class="icon" viewBox="0 0 24 24" aria-hidden="true"><path d="{path}"/></svg>"#))) }
 }

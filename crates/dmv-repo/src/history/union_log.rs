@@ -46,13 +46,18 @@ impl History<'_> {
     /// Appends `text` to the log `log` (a full ref name), signed by the
     /// repository's identity, and returns the entry's id.
     pub fn append_to_log(&self, log: &str, text: &str) -> RepoResult<ObjectId> {
+        self.append_to_log_as(log, text, self.signer()?)
+    }
+
+    /// [`History::append_to_log`], signed by `me`: a server writing for
+    /// the user it logged in, not as itself.
+    pub fn append_to_log_as(&self, log: &str, text: &str, me: Signature) -> RepoResult<ObjectId> {
         if text.is_empty() || text.len() > MAX_LOG_ENTRY_BYTES {
             return Err(RepoError::Log(format!(
                 "a log entry must hold 1 to {MAX_LOG_ENTRY_BYTES} bytes, not {}",
                 text.len()
             )));
         }
-        let me = self.signer()?;
         for _ in 0..RACE_TRIES {
             let tip = self.refs.get(log)?;
             let mut session = self.store.begin_write()?;

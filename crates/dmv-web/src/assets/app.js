@@ -173,3 +173,70 @@
     });
   }
 })();
+
+// Comments: a moment of a film or a sound plays the page's player from
+// there; on a picture's page a tap or a click places a point and a
+// mouse's drag a rectangle, in the picture's own pixels (the data-w and
+// data-h the server read from it), into the new comment's form.
+(function () {
+  var doc = document;
+  doc.addEventListener('click', function (e) {
+    var b = e.target.closest && e.target.closest('button.seek');
+    var player = doc.querySelector('video, audio');
+    if (!b || !player) return;
+    player.currentTime = parseFloat(b.dataset.seconds) || 0;
+    var playing = player.play && player.play();
+    if (playing && playing.catch) playing.catch(function () {});
+  });
+  var form = doc.getElementById('new-comment');
+  if (!form) return;
+  var at = form.querySelector('input[name=at]'), text = form.querySelector('textarea');
+  var now = form.querySelector('button.now'), player = doc.querySelector('video, audio');
+  if (now && player) {
+    now.hidden = false;
+    now.addEventListener('click', function () { at.value = player.currentTime.toFixed(3); text.focus(); });
+  }
+  var marked = doc.querySelector('.marked[data-w]');
+  if (!marked) return;
+  var img = marked.querySelector('img'), W = +marked.dataset.w, H = +marked.dataset.h;
+  var pending = doc.createElement('span');
+  pending.className = 'pin pending'; pending.hidden = true;
+  marked.appendChild(pending);
+  function spot(e) {
+    var r = img.getBoundingClientRect();
+    var f = function (v, lo, size) { return Math.min(Math.max((v - lo) / size, 0), 1); };
+    return { x: Math.round(f(e.clientX, r.left, r.width) * W), y: Math.round(f(e.clientY, r.top, r.height) * H), cx: e.clientX, cy: e.clientY };
+  }
+  function mark(a, b) {
+    var x = Math.min(a.x, b.x), y = Math.min(a.y, b.y), w = Math.abs(a.x - b.x), h = Math.abs(a.y - b.y);
+    var area = w > 0 || h > 0;
+    pending.hidden = false;
+    pending.classList.toggle('point', !area); pending.classList.toggle('area', area);
+    pending.style.left = (x / W * 100) + '%'; pending.style.top = (y / H * 100) + '%';
+    pending.style.width = area ? (w / W * 100) + '%' : '0'; pending.style.height = area ? (h / H * 100) + '%' : '0';
+    at.value = area ? [x, y, w, h].join(',') : x + ',' + y;
+  }
+  var start = null, dragged = false;
+  img.addEventListener('pointerdown', function (e) {
+    if (e.pointerType !== 'mouse' || e.button !== 0) return;
+    start = spot(e); dragged = false; e.preventDefault();
+  });
+  doc.addEventListener('pointermove', function (e) {
+    if (!start) return;
+    var p = spot(e);
+    if (Math.abs(p.cx - start.cx) + Math.abs(p.cy - start.cy) > 8) { dragged = true; mark(start, p); }
+  });
+  doc.addEventListener('pointerup', function (e) {
+    if (!start) return;
+    if (dragged) { mark(start, spot(e)); text.focus({ preventScroll: true }); }
+    start = null;
+  });
+  // The picture links to the original: while commenting, a tap marks instead.
+  img.addEventListener('click', function (e) {
+    e.preventDefault();
+    if (dragged) { dragged = false; return; }
+    var p = spot(e);
+    mark(p, p);
+    text.focus({ preventScroll: true });
+  });
+})();

@@ -1,0 +1,659 @@
+//! Review in the web UI (issue 72): comments shown over a photo and
+//! written from the browser, signed by the logged-in user, reviews listed
+//! and approved; a phone's tap leaves a comment that the command line of
+//! another replica reads at the tapped pixel; hostile text stays text;
+//! a read token and a forged form write nothing.
+
+mod common;
+use common::needs::{lacks, Need};
+use common::remote::*;
+use common::servers::HttpServer;
+use common::*;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::actions::{InputSource, PointerAction, TouchActions, MOUSE_BUTTON_LEFT};
+use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
+use serde_json::json;
+
+/// chromedriver on a free port of loopback, killed on drop.
+struct Driver {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn chromedriver() -> Driver {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new("/usr/bin/chromedriver")
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "chromedriver did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Driver { child, port }
+}
+
+/// Chromium at a phone's size with touch (Chrome's mobile emulation, 390×844
+/// CSS pixels), or a desktop window of 1440×900.
+async fn sized_browser(driver: &Driver, phone: bool) -> Client {
+    let mut options = json!({"args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars", "--window-size=1440,900"]});
+    if phone {
+        options["mobileEmulation"] = json!({"deviceMetrics": {"width": 390, "height": 844, "pixelRatio": 2.0, "mobile": true, "touch": true}});
+    }
+    let mut caps = serde_json::Map::new();
+    caps.insert("goog:chromeOptions".into(), options);
+    ClientBuilder::new(HttpConnector::new())
+        .capabilities(caps)
+        .connect(&format!("http://127.0.0.1:{}", driver.port))
+        .await
+        .expect("a WebDriver session")
+}
+
+async fn log_in(c: &Client, base: &str, token: &str) {
+    c.goto(&format!("{base}/login")).await.unwrap();
+    c.find(Locator::Css("input[name=token]"))
+        .await
+        .unwrap()
+        .send_keys(token)
+        .await
+        .unwrap();
+    c.find(Locator::Css("button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    page_with(c, "Repositories").await;
+}
+
+/// The page's source once it holds `text`.
+async fn page_with(c: &Client, text: &str) -> String {
+    let started = Instant::now();
+    loop {
+        let page = c.source().await.unwrap();
+        if page.contains(text) {
+            return page;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no {text:?} in {page}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Waits until every image of the page is decoded (or 30 s).
+async fn images_loaded(c: &Client) {
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(30) {
+        let done = c
+            .execute(
+                "return Array.from(document.images).every(i => i.complete && i.naturalWidth > 0);",
+                vec![],
+            )
+            .await
+            .unwrap();
+        if done == json!(true) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A JPEG of a gradient `w`×`h` (`tint` changes it), like a photo.
+fn photo(path: &Path, w: u32, h: u32, tint: u8) {
+    image::RgbImage::from_fn(w, h, |x, y| {
+        image::Rgb([(x * 255 / w) as u8, (y * 255 / h) as u8, tint])
+    })
+    .save(path)
+    .unwrap();
+}
+
+/// A form's body, encoded as a browser encodes it.
+fn form(fields: &[(&str, &str)]) -> Vec<u8> {
+    let enc = |s: &str| {
+        s.bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'*' => {
+                    (b as char).to_string()
+                }
+                b' ' => "+".to_string(),
+                _ => format!("%{b:02X}"),
+            })
+            .collect::<String>()
+    };
+    fields
+        .iter()
+        .map(|(k, v)| format!("{}={}", enc(k), enc(v)))
+        .collect::<Vec<_>>()
+        .join("&")
+        .into_bytes()
+}
+
+/// POSTs a review form with a bearer token: the status and the Location or body.
+fn post(port: u16, token: &str, action: &str, fields: &[(&str, &str)]) -> (u16, String) {
+    let auth = format!("Bearer {token}");
+    let (status, head, body) = common::servers::http(
+        port,
+        "POST",
+        &format!("/hub/review/{action}"),
+        &[
+            ("Authorization", &auth),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ],
+        &form(fields),
+    );
+    let location = head.lines().find_map(|l| {
+        let (name, value) = l.split_once(':')?;
+        name.eq_ignore_ascii_case("location")
+            .then(|| value.trim().to_string())
+    });
+    (status, location.unwrap_or(body))
+}
+
+fn get(port: u16, token: &str, path: &str) -> (u16, String) {
+    let auth = format!("Bearer {token}");
+    let (status, _, body) =
+        common::servers::http(port, "GET", path, &[("Authorization", &auth)], b"");
+    (status, body)
+}
+
+/// A bare hub with `shoot/a.jpg` (1200×800) and notes on main, and a
+/// branch `retouch` changing the photo, proposed for main by al with ann
+/// as its reviewer; returns the hub, al's replica and the review's id.
+fn hub_with_a_review(t: &Path) -> (PathBuf, PathBuf, String) {
+    let hub = t.join("hub");
+    dmv(t, &["init", "--bare", hub.to_str().unwrap()]);
+    let al = t.join("al");
+    dmv(t, &["init", al.to_str().unwrap()]);
+    std::fs::create_dir_all(al.join("shoot")).unwrap();
+    photo(&al.join("shoot/a.jpg"), 1200, 800, 40);
+    std::fs::write(al.join("notes.txt"), "one\ntwo\nthree\n").unwrap();
+    commit_all(&al, "the shoot");
+    dmv(&al, &["remote", "add", "origin", hub.to_str().unwrap()]);
+    dmv(&al, &["push", "origin", "main"]);
+    dmv(&al, &["switch", "-c", "retouch"]);
+    photo(&al.join("shoot/a.jpg"), 1200, 800, 200);
+    commit_all(&al, "warmer sky");
+    dmv(&al, &["push", "origin", "retouch"]);
+    let mut create = dmv_cmd(&al);
+    create
+        .args([
+            "review",
+            "create",
+            "retouch",
+            "--into",
+            "main",
+            "-m",
+            "Retouch the sky",
+            "--reviewer",
+            "ann",
+        ])
+        .env("DMV_AUTHOR_NAME", "al");
+    let out = create.output().unwrap();
+    ok(&out);
+    let id = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .to_string();
+    dmv(&al, &["push", "origin", "retouch"]);
+    (hub, al, id)
+}
+
+const TOKENS: &str = "[repos]\nhub = \"hub\"\n[tokens]\n\"tok-ann\" = { access = \"write\", user = \"ann\" }\n\"tok-al\" = { access = \"write\", user = \"al\" }\n\"tok-read\" = { access = \"read\", user = \"rita\" }\n\"tok-anon\" = \"write\"\n";
+
+/// Comments, a reply, a resolve and an approval posted over plain HTTP as
+/// forms: the pages show them, escaped; the command line of a replica
+/// that fetched reads them signed by the web users; a read token, a token
+/// naming nobody, a non-reviewer and a form without its login's secret
+/// write nothing.
+#[test]
+fn comments_replies_and_approvals_from_forms() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let (hub, al, review) = hub_with_a_review(t);
+    let server = HttpServer::start(TOKENS, t, 0);
+    let port = server.port;
+    let main = dmv(&hub, &["rev-parse", "main"]).trim().to_string();
+    let hostile = "the sky <script>alert(1)</script> is \"too\" warm & 'red'";
+
+    // Refused before anything is written: a read token, a token naming
+    // nobody, a session's form without its secret, an unknown action.
+    let comment_fields = [
+        ("path", "shoot/a.jpg"),
+        ("commit", main.as_str()),
+        ("at", "300,200,120,80"),
+        ("text", hostile),
+    ];
+    assert_eq!(post(port, "tok-read", "comment", &comment_fields).0, 403);
+    assert_eq!(post(port, "tok-anon", "comment", &comment_fields).0, 403);
+    let cookie = {
+        let (status, head, _) = common::servers::http(
+            port,
+            "POST",
+            "/login",
+            &[("Content-Type", "application/x-www-form-urlencoded")],
+            b"token=tok-ann",
+        );
+        assert_eq!(status, 303, "{head}");
+        head.lines()
+            .find_map(|l| {
+                let (name, value) = l.split_once(':')?;
+                name.eq_ignore_ascii_case("set-cookie")
+                    .then(|| value.trim().split(';').next().unwrap().to_string())
+            })
+            .unwrap()
+    };
+    let (forged, _, _) = common::servers::http(
+        port,
+        "POST",
+        "/hub/review/comment",
+        &[
+            ("Cookie", &cookie),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ],
+        &form(&comment_fields),
+    );
+    assert_eq!(forged, 403, "a session's form without its secret");
+    assert_eq!(post(port, "tok-ann", "delete", &comment_fields).0, 404);
+    assert!(
+        dmv(&hub, &["comment", "list", "--json", "--all"]).trim() == "[]",
+        "nothing written by the refused forms"
+    );
+
+    // Out of bounds: refused with the reason, nothing written.
+    let (status, body) = post(
+        port,
+        "tok-ann",
+        "comment",
+        &[
+            ("path", "shoot/a.jpg"),
+            ("commit", &main),
+            ("at", "5000000,1"),
+            ("text", "far"),
+        ],
+    );
+    assert_eq!(status, 400, "{body}");
+    let (status, _) = post(
+        port,
+        "tok-ann",
+        "comment",
+        &[("path", "shoot/none.jpg"), ("commit", &main), ("text", "x")],
+    );
+    assert_eq!(status, 404);
+
+    // A comment on a region of the photo, by ann.
+    let (status, location) = post(port, "tok-ann", "comment", &comment_fields);
+    assert_eq!(status, 303, "{location}");
+    assert!(
+        location.starts_with(&format!("/hub/file/{main}/shoot/a.jpg#c-")),
+        "{location}"
+    );
+    let short = location.rsplit("#c-").next().unwrap().to_string();
+    // One on lines of the notes, one on the whole file.
+    assert_eq!(
+        post(
+            port,
+            "tok-al",
+            "comment",
+            &[
+                ("path", "notes.txt"),
+                ("commit", &main),
+                ("at", "2-3"),
+                ("text", "typo")
+            ]
+        )
+        .0,
+        303
+    );
+    let (status, page) = get(port, "tok-read", "/hub/file/main/shoot/a.jpg");
+    assert_eq!(status, 200);
+    assert!(
+        !page.contains("<script>alert"),
+        "the comment's markup is text"
+    );
+    assert!(
+        page.contains(
+            "the sky &lt;script&gt;alert(1)&lt;/script&gt; is &quot;too&quot; warm &amp; 'red'"
+        ),
+        "{page}"
+    );
+    // Its marker, in percentages of the picture's 1200×800 pixels.
+    assert!(
+        page.contains("left:25.000%;top:25.000%;width:10.000%;height:10.000%"),
+        "{page}"
+    );
+    assert!(page.contains(&format!("id=\"c-{short}\"")));
+    assert!(
+        !page.contains("id=\"new-comment\""),
+        "no form for a read token"
+    );
+    let (_, notes) = get(port, "tok-read", "/hub/file/main/notes.txt");
+    assert!(
+        notes.contains("lines 2–3") && notes.contains("typo"),
+        "{notes}"
+    );
+
+    // al replies and resolves; the thread says so, signed by each.
+    let full = {
+        let listed: serde_json::Value =
+            serde_json::from_str(&dmv(&hub, &["comment", "list", "--json", "--rev", "main"]))
+                .unwrap();
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["text"] == hostile)
+            .unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let back = "/hub/file/main/shoot/a.jpg";
+    let (status, location) = post(
+        port,
+        "tok-al",
+        "reply",
+        &[
+            ("comment", &full),
+            ("text", "cooled it <b>down</b>"),
+            ("back", back),
+        ],
+    );
+    assert_eq!(
+        (status, location.as_str()),
+        (303, format!("{back}#c-{short}").as_str())
+    );
+    // A `back` elsewhere is not followed.
+    let (status, location) = post(
+        port,
+        "tok-al",
+        "resolve",
+        &[("comment", &full), ("back", "https://evil.example/")],
+    );
+    assert_eq!(status, 303);
+    assert!(location.starts_with("/hub/file/"), "{location}");
+    let (_, page) = get(port, "tok-ann", back);
+    assert!(page.contains("cooled it &lt;b&gt;down&lt;/b&gt;"), "{page}");
+    assert!(
+        page.contains(">resolved<") && page.contains(">Reopen<"),
+        "{page}"
+    );
+    assert!(
+        page.contains("id=\"new-comment\""),
+        "a writer gets the form"
+    );
+
+    // The review: al opened it, so al cannot approve; rita reads only; ann approves.
+    let (status, body) = post(port, "tok-al", "approve", &[("review", &review)]);
+    assert_eq!(status, 409, "{body}");
+    assert!(body.contains("someone else approves it"), "{body}");
+    assert_eq!(
+        post(port, "tok-read", "approve", &[("review", &review)]).0,
+        403
+    );
+    let (_, page) = get(port, "tok-ann", &format!("/hub/review/{review}"));
+    assert!(page.contains(">Approve retouch at "), "{page}");
+    let (status, location) = post(port, "tok-ann", "approve", &[("review", &review)]);
+    assert_eq!(status, 303, "{location}");
+    assert!(location.ends_with("#approvals"), "{location}");
+    let (_, page) = get(port, "tok-read", &format!("/hub/review/{review}"));
+    assert!(
+        page.contains("Retouch the sky") && page.contains("retouch"),
+        "{page}"
+    );
+    assert!(
+        page.contains(">approved<") && page.contains("warmer sky"),
+        "{page}"
+    );
+    assert!(!page.contains(">Approve "), "no button for a reader");
+    let (_, list) = get(port, "tok-read", "/hub/reviews");
+    assert!(
+        list.contains("Retouch the sky") && list.contains("1 approval"),
+        "{list}"
+    );
+
+    // Another replica fetches and reads the same, signed by the web users.
+    dmv(&al, &["fetch", "origin"]);
+    let listed: serde_json::Value = serde_json::from_str(&dmv(
+        &al,
+        &["comment", "list", "--json", "--all", "--rev", "origin/main"],
+    ))
+    .unwrap();
+    let c = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["text"] == hostile)
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(c["by"]["name"], "ann");
+    assert_eq!(
+        c["at"],
+        json!({"on": "region", "x": 300, "y": 200, "w": 120, "h": 80})
+    );
+    assert_eq!(c["resolved"], true);
+    assert_eq!(c["replies"][0]["by"]["name"], "al");
+    assert_eq!(c["replies"][0]["text"], "cooled it <b>down</b>");
+    let shown: serde_json::Value =
+        serde_json::from_str(&dmv(&al, &["review", "show", &review, "--json"])).unwrap();
+    assert_eq!(shown["approvals"][0]["by"]["name"], "ann");
+    drop(server);
+    fsck_clean(&hub);
+}
+
+/// A phone (390 px, touch) opens a photo's page, taps a point of the
+/// photo and comments; a replica that fetched reads the comment at the
+/// tapped pixel, and the page shows its marker where the finger was.
+/// The pages with comments and the review page are kept as screenshots
+/// at a phone's and a desktop's size, light and dark (`DMV_SCREENSHOTS`
+/// when set, as `docs/screenshots` is refreshed).
+#[test]
+fn a_phone_comments_by_tapping_a_photo() {
+    if lacks(&[Need::Chromium]) {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let (hub, al, review) = hub_with_a_review(t);
+    let server = HttpServer::start(TOKENS, t, 0);
+    let port = server.port;
+    let base = format!("http://127.0.0.1:{port}");
+    let main = dmv(&hub, &["rev-parse", "main"]).trim().to_string();
+    // A comment made before, on main's version: the branch's page shows it
+    // as made on an earlier version.
+    let (status, _) = post(
+        port,
+        "tok-al",
+        "comment",
+        &[
+            ("path", "shoot/a.jpg"),
+            ("commit", &main),
+            ("at", "900,120,200,150"),
+            ("text", "the sky is too cold here"),
+        ],
+    );
+    assert_eq!(status, 303);
+    let shots = std::env::var_os("DMV_SCREENSHOTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| t.join("screenshots"));
+    std::fs::create_dir_all(&shots).unwrap();
+    let driver = chromedriver();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let tapped = rt.block_on(async {
+        let c = sized_browser(&driver, true).await;
+        log_in(&c, &base, "tok-ann").await;
+        assert_eq!(
+            c.execute("return window.innerWidth;", vec![]).await.unwrap(),
+            json!(390)
+        );
+        c.goto(&format!("{base}/hub/file/retouch/shoot/a.jpg")).await.unwrap();
+        images_loaded(&c).await;
+        // Where 40 % across and 60 % down the photo is on the screen.
+        let rect = c
+            .execute(
+                "const i=document.querySelector('.marked img'); i.scrollIntoView({block:'center'}); const r=i.getBoundingClientRect(); return [r.left, r.top, r.width, r.height];",
+                vec![],
+            )
+            .await
+            .unwrap();
+        let [left, top, width, height]: [f64; 4] = serde_json::from_value(rect).unwrap();
+        assert!(width > 300.0 && width <= 390.0, "the photo fits the phone: {width}");
+        let (x, y) = (left + width * 0.4, top + height * 0.6);
+        let tap = TouchActions::new("finger".into())
+            .then(PointerAction::MoveTo {
+                duration: None,
+                x: x.round() as i64,
+                y: y.round() as i64,
+            })
+            .then(PointerAction::Down {
+                button: MOUSE_BUTTON_LEFT,
+            })
+            .then(PointerAction::Up {
+                button: MOUSE_BUTTON_LEFT,
+            });
+        c.perform_actions(tap).await.unwrap();
+        let at = c
+            .find(Locator::Css("#new-comment input[name=at]"))
+            .await
+            .unwrap()
+            .prop("value")
+            .await
+            .unwrap()
+            .unwrap_or_default();
+        assert!(at.contains(','), "the tap filled the place: {at:?}");
+        c.find(Locator::Css("#new-comment textarea"))
+            .await
+            .unwrap()
+            .send_keys("lift the shadow here")
+            .await
+            .unwrap();
+        c.find(Locator::Css("#new-comment button[type=submit]"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        page_with(&c, "lift the shadow here</p>").await;
+        images_loaded(&c).await;
+        // The new marker sits where the finger was.
+        let pin = c
+            .execute(
+                "const i=document.querySelector('.marked img'); i.scrollIntoView({block:'center'}); const r=i.getBoundingClientRect(); const p=[...document.querySelectorAll('.marked a.pin.point')].pop().getBoundingClientRect(); return [(p.left-r.left)/r.width, (p.top-r.top)/r.height];",
+                vec![],
+            )
+            .await
+            .unwrap();
+        let [px, py]: [f64; 2] = serde_json::from_value(pin).unwrap();
+        assert!((px - 0.4).abs() < 0.01 && (py - 0.6).abs() < 0.01, "the marker at {px},{py}");
+        c.close().await.unwrap();
+
+        // Screenshots of the pages with comments and of the review.
+        let pages = [
+            ("file-comments", "/hub/file/retouch/shoot/a.jpg".to_string()),
+            ("review", format!("/hub/review/{review}")),
+            ("reviews", "/hub/reviews".to_string()),
+        ];
+        for (size, phone) in [("phone", true), ("desktop", false)] {
+            let c = sized_browser(&driver, phone).await;
+            log_in(&c, &base, "tok-ann").await;
+            for dark in [false, true] {
+                for (name, path) in &pages {
+                    c.goto(&format!("{base}{path}")).await.unwrap();
+                    if dark {
+                        c.execute("document.documentElement.dataset.theme='dark';", vec![])
+                            .await
+                            .unwrap();
+                    }
+                    images_loaded(&c).await;
+                    let fit = c
+                        .execute(
+                            "return [document.documentElement.scrollWidth, window.innerWidth];",
+                            vec![],
+                        )
+                        .await
+                        .unwrap();
+                    let [scroll, inner]: [u64; 2] = serde_json::from_value(fit).unwrap();
+                    assert!(scroll <= inner, "{name} on a {size}: {scroll} px wide");
+                    let file = format!(
+                        "{name}{}-{size}.png",
+                        if dark { "-dark" } else { "" }
+                    );
+                    std::fs::write(shots.join(file), c.screenshot().await.unwrap()).unwrap();
+                }
+            }
+            c.close().await.unwrap();
+        }
+        (x, y, left, top, width, height)
+    });
+    let (x, y, left, top, width, height) = tapped;
+    // The replica reads it at the tapped pixel of the 1200×800 photo.
+    dmv(&al, &["fetch", "origin"]);
+    let listed: serde_json::Value = serde_json::from_str(&dmv(
+        &al,
+        &[
+            "comment",
+            "list",
+            "--json",
+            "--rev",
+            "origin/retouch",
+            "shoot/a.jpg",
+        ],
+    ))
+    .unwrap();
+    let c = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["text"] == "lift the shadow here")
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(c["by"]["name"], "ann");
+    assert_eq!(c["on_this_version"], true);
+    let (want_x, want_y) = ((x - left) / width * 1200.0, (y - top) / height * 800.0);
+    let (got_x, got_y) = (
+        c["at"]["x"].as_f64().unwrap(),
+        c["at"]["y"].as_f64().unwrap(),
+    );
+    assert_eq!(
+        (c["at"]["w"].as_u64(), c["at"]["h"].as_u64()),
+        (Some(0), Some(0))
+    );
+    assert!(
+        (got_x - want_x).abs() <= 4.0 && (got_y - want_y).abs() <= 4.0,
+        "tapped {want_x},{want_y}; kept {got_x},{got_y}"
+    );
+    let earlier = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["text"] == "the sky is too cold here")
+        .unwrap();
+    assert_eq!(earlier["on_this_version"], false);
+    drop(server);
+    fsck_clean(&hub);
+}
