@@ -571,6 +571,26 @@ fn a_phone_comments_by_tapping_a_photo() {
             .unwrap();
         let [px, py]: [f64; 2] = serde_json::from_value(pin).unwrap();
         assert!((px - 0.4).abs() < 0.01 && (py - 0.6).abs() < 0.01, "the marker at {px},{py}");
+        // The folder's wall: the photo opened in the lightbox shows both markers.
+        c.goto(&format!("{base}/hub/tree/retouch/shoot/")).await.unwrap();
+        c.find(Locator::Css(".wall a.ph")).await.unwrap().click().await.unwrap();
+        let started = Instant::now();
+        loop {
+            let seen = c
+                .execute(
+                    "return [document.querySelectorAll('#lightbox .pins a.pin').length, document.querySelector('#lightbox .said').textContent];",
+                    vec![],
+                )
+                .await
+                .unwrap();
+            if seen == json!([2, "2 comments"]) {
+                break;
+            }
+            assert!(started.elapsed() < Duration::from_secs(20), "the lightbox shows {seen}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        std::fs::write(shots.join("lightbox-comments-phone.png"), c.screenshot().await.unwrap())
+            .unwrap();
         c.close().await.unwrap();
 
         // Screenshots of the pages with comments and of the review.

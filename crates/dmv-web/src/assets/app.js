@@ -105,6 +105,34 @@
     '<button type="button" class="nav next" aria-label="next photo">›</button>';
   doc.body.appendChild(box);
   var img = box.querySelector('.stage img');
+  // The comments on the photo shown: their markers over it, taken from its
+  // page (which places them in proportions of the picture's own pixels),
+  // and how many, linked to that page, where they are answered.
+  var stage = box.querySelector('.stage'), overlay = doc.createElement('div'), said = doc.createElement('a');
+  overlay.className = 'pins'; stage.appendChild(overlay);
+  said.className = 'said'; said.hidden = true; box.insertBefore(said, box.querySelector('.facts').nextSibling);
+  var asked = null;
+  function place() {
+    var s = stage.getBoundingClientRect(), r = img.getBoundingClientRect();
+    overlay.style.left = (r.left - s.left) + 'px'; overlay.style.top = (r.top - s.top) + 'px';
+    overlay.style.width = r.width + 'px'; overlay.style.height = r.height + 'px';
+  }
+  function comments(p) {
+    overlay.textContent = ''; said.hidden = true; asked = p.href;
+    fetch(p.href, { credentials: 'same-origin' }).then(function (r) { return r.text(); }).then(function (text) {
+      if (asked !== p.href) return;
+      var page = new DOMParser().parseFromString(text, 'text/html');
+      page.querySelectorAll('.marked a.pin').forEach(function (a) {
+        a.href = p.href + a.getAttribute('href');
+        overlay.appendChild(doc.adoptNode(a));
+      });
+      var n = page.querySelectorAll('li.thread').length;
+      if (n) { said.hidden = false; said.textContent = n + (n === 1 ? ' comment' : ' comments'); said.href = p.href + '#comments'; }
+      place();
+    }).catch(function () {});
+  }
+  img.addEventListener('load', place);
+  window.addEventListener('resize', function () { if (!box.hidden) place(); });
   function show(i) {
     var all = photos();
     if (i < 0 || i >= all.length) return;
@@ -117,6 +145,7 @@
     box.querySelector('.details').href = p.href;
     box.querySelector('.download').href = p.dataset.preview.replace('/preview/', '/raw/') + '/' + encodeURIComponent(p.dataset.name) + '?download=1';
     box.hidden = false;
+    comments(p);
     // The neighbours load while this one is looked at.
     [i - 1, i + 1].forEach(function (j) { if (all[j]) new Image().src = all[j].dataset.preview; });
   }
