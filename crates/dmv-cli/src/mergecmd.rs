@@ -101,7 +101,7 @@ fn squash(
         Some(h) => repo.history().is_ancestor(&h, &theirs)?,
         None => false,
     };
-    let outcome = repo.merges().merge_squash(theirs, rev, p)?;
+    let outcome = dmv_sync::merge_squash(repo, theirs, rev, p)?;
     p.finish();
     match (outcome, head) {
         (Squashed::UpToDate, _) => {

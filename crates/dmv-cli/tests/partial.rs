@@ -1832,6 +1832,53 @@ fn a_meta_clone_prints_a_diff_of_text_it_lacks_as_text() {
     );
 }
 
+/// `merge --squash` in a meta clone merges a text file both sides changed
+/// line by line, as a full clone does: the three versions the line merge
+/// reads are fetched first (as for a merge), and nothing else.
+#[test]
+fn a_meta_clone_squashes_a_merge_of_text_it_lacks() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let studio = t.join("studio");
+    dmv(t, &["init", "studio"]);
+    std::fs::write(studio.join("notes.txt"), "a\nb\nc\nd\ne\n").unwrap();
+    write_noise(&studio.join("photo.jpg"), 256 << 10, 7);
+    commit_all(&studio, "one");
+    dmv(&studio, &["switch", "-c", "fix"]);
+    std::fs::write(studio.join("notes.txt"), "a\nb\nc\nd\nE\n").unwrap();
+    commit_all(&studio, "fix the last line");
+    dmv(&studio, &["switch", "main"]);
+    std::fs::write(studio.join("notes.txt"), "A\nb\nc\nd\ne\n").unwrap();
+    commit_all(&studio, "fix the first line");
+    dmv(t, &["init", "--bare", "hub"]);
+    dmv(
+        &studio,
+        &["push", t.join("hub").to_str().unwrap(), "main", "fix"],
+    );
+    ok(&dmv_out(t, &["clone", "--slice", "meta", "hub", "phone"]));
+    let phone = t.join("phone");
+    assert!(!dmv(&phone, &["ls", "notes.txt"]).starts_with("stored"));
+    let (out, _, received) = traced(&phone, &["merge", "--squash", "origin/fix"], |_| {});
+    ok(&out);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("Squash commit -- not updating HEAD"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(
+        std::fs::read_to_string(phone.join("notes.txt")).unwrap(),
+        "A\nb\nc\nd\nE\n"
+    );
+    assert_eq!(dmv(&phone, &["status", "--porcelain"]), "M  notes.txt\n");
+    // The three versions of the text, a few bytes each, and the photo's
+    // 256 KiB not.
+    assert!(received > 0 && received < 64 << 10, "{received} bytes");
+    assert!(!dmv(&phone, &["ls", "photo.jpg"]).starts_with("stored"));
+    dmv(&phone, &["commit", "-q", "-m", "squashed"]);
+    assert_eq!(dmv(&phone, &["cat", "HEAD:notes.txt"]), "A\nb\nc\nd\nE\n");
+    fsck_clean(&phone);
+}
+
 /// What `archive` in a meta clone leaves and says: the data it packed is
 /// stored and `ls` says so, the working tree is as it was, and where the
 /// data cannot be had it refuses in one line naming the file, leaving no

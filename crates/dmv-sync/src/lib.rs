@@ -79,7 +79,7 @@ pub use operations::reach::{Reach, ReachBook, Seen, NEAR_CONNECT, NEAR_SPEED};
 pub use operations::receive::{fetch_file_data, fetch_objects};
 pub use operations::remote_spec::{LocalServer, RemoteSpec, Transport, DEFAULT_STALL_AFTER};
 pub use operations::repair::{repair, Repaired};
-pub use operations::replay::{cherry_pick, merge, rebase, revert};
+pub use operations::replay::{cherry_pick, merge, merge_squash, rebase, revert};
 pub use operations::send::{send_objects, PushRef};
 pub use protocol::error::{
     full_file_system, AddressError, Refusal, SyncError, SyncResult, TransportError, Violation,

@@ -8,6 +8,7 @@
 use dmv_repo::store::ObjectId;
 use dmv_repo::{
     FastForward, MergeOutcome, Progress, RebaseEditor, RebaseOutcome, RebaseStep, Repository,
+    Squashed,
 };
 
 use crate::operations::pull::{
@@ -29,6 +30,19 @@ pub fn merge(
     Ok(repo
         .merges()
         .merge_with_message(theirs, label, ff, message, progress)?)
+}
+
+/// The merge of `theirs` (named `label` in messages) into HEAD, staged
+/// but not committed (git's `merge --squash`): the same files are merged
+/// as by [`merge`], so the same versions are fetched first.
+pub fn merge_squash(
+    repo: &Repository,
+    theirs: ObjectId,
+    label: &str,
+    progress: &dyn Progress,
+) -> SyncResult<Squashed> {
+    fetch_what_a_merge_reads(repo, theirs, progress)?;
+    Ok(repo.merges().merge_squash(theirs, label, progress)?)
 }
 
 /// Applies the change of commit `pick` (against its first parent) onto
