@@ -121,7 +121,7 @@ pub fn log(a: LogArgs) -> Result<u8> {
         bail!("options '-G' and '-S' cannot be used together (as in git)");
     }
     // A graph is drawn children first: the whole history is read, then ordered.
-    let commits = repo.history().log(&dmv_repo::LogQuery {
+    let query = dmv_repo::LogQuery {
         revision: revs.first().cloned(),
         paths: paths.clone(),
         follow: a.follow,
@@ -147,7 +147,8 @@ pub fn log(a: LogArgs) -> Result<u8> {
         max_count: if a.graph { None } else { a.max_count },
         all: a.all,
         reverse: a.reverse,
-    })?;
+    };
+    let commits = repo.history().log(&query)?;
     if a.graph && a.reverse {
         bail!("log --reverse and --graph cannot be given together (as in git)");
     }
@@ -188,6 +189,24 @@ pub fn log(a: LogArgs) -> Result<u8> {
             for c in &all {
                 shown_ids.insert(c.id);
             }
+            // git orders the whole history, then leaves out the commits
+            // --author and --grep do not match: the graph keeps that order.
+            let all = match (query.author.is_some() || query.grep.is_some()) && paths.is_empty() {
+                true => {
+                    let unfiltered = dmv_repo::LogQuery {
+                        author: None,
+                        grep: None,
+                        ..query.clone()
+                    };
+                    let mut ordered = repo
+                        .history()
+                        .log(&unfiltered)?
+                        .collect::<dmv_repo::RepoResult<Vec<_>>>()?;
+                    ordered.retain(|c| shown_ids.contains(&c.id));
+                    ordered
+                }
+                false => all,
+            };
             Box::new(
                 all.into_iter()
                     .take(a.max_count.unwrap_or(usize::MAX))

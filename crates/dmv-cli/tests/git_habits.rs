@@ -1817,7 +1817,8 @@ fn log_graph_draws_histories_as_git_does() {
 /// Random histories (seeded, so each run draws the same ones): 30 of up
 /// to 40 commits, each commit with one parent, or a merge of 2 to 5 among
 /// the commits before it, and branches at every tip and a few others;
-/// `log --graph --all` draws each as git does.
+/// `log --graph --all` draws each as git does, and so does `--grep`
+/// (git's order of the whole history, lanes only to commits shown).
 #[test]
 fn log_graph_of_random_histories_matches_git() {
     let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -1869,6 +1870,7 @@ fn log_graph_of_random_histories_matches_git() {
         for args in [
             &["--graph", "--oneline", "--decorate", "--all"][..],
             &["--graph", "--all"],
+            &["--graph", "--oneline", "--all", "--grep=1"],
         ] {
             eprintln!("history {history} ({count} commits): log {args:?}");
             assert_log_as_git(&g, &d, args);
