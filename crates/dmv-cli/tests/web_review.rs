@@ -496,6 +496,13 @@ fn a_phone_comments_by_tapping_a_photo() {
         ],
     );
     assert_eq!(status, 303);
+    // The comparison of main's photo with the branch's: each side shows its comments.
+    let retouch = dmv(&hub, &["rev-parse", "retouch"]).trim().to_string();
+    let compare = format!(
+        "/hub/compare/{}/{}?name=shoot/a.jpg&from={main}&to={retouch}",
+        dmv(&hub, &["rev-parse", "main:shoot/a.jpg"]).trim(),
+        dmv(&hub, &["rev-parse", "retouch:shoot/a.jpg"]).trim(),
+    );
     let shots = std::env::var_os("DMV_SCREENSHOTS")
         .map(PathBuf::from)
         .unwrap_or_else(|| t.join("screenshots"));
@@ -598,6 +605,7 @@ fn a_phone_comments_by_tapping_a_photo() {
             ("file-comments", "/hub/file/retouch/shoot/a.jpg".to_string()),
             ("review", format!("/hub/review/{review}")),
             ("reviews", "/hub/reviews".to_string()),
+            ("compare-comments", compare.clone()),
         ];
         for (size, phone) in [("phone", true), ("desktop", false)] {
             let c = sized_browser(&driver, phone).await;
