@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use fantoccini::actions::{InputSource, PointerAction, TouchActions, MOUSE_BUTTON_LEFT};
+use fantoccini::actions::{
+    InputSource, MouseActions, PointerAction, TouchActions, MOUSE_BUTTON_LEFT,
+};
 use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::json;
@@ -610,6 +612,56 @@ fn a_phone_comments_by_tapping_a_photo() {
         for (size, phone) in [("phone", true), ("desktop", false)] {
             let c = sized_browser(&driver, phone).await;
             log_in(&c, &base, "tok-ann").await;
+            if !phone {
+                // A mouse's drag marks a rectangle, in the photo's pixels.
+                c.goto(&format!("{base}/hub/file/retouch/shoot/a.jpg"))
+                    .await
+                    .unwrap();
+                images_loaded(&c).await;
+                let rect = c
+                    .execute(
+                        "const r=document.querySelector('.marked img').getBoundingClientRect(); return [r.left, r.top, r.width, r.height];",
+                        vec![],
+                    )
+                    .await
+                    .unwrap();
+                let [left, top, width, height]: [f64; 4] = serde_json::from_value(rect).unwrap();
+                let at = |fx: f64, fy: f64| PointerAction::MoveTo {
+                    duration: Some(Duration::from_millis(100)),
+                    x: (left + width * fx).round() as i64,
+                    y: (top + height * fy).round() as i64,
+                };
+                let drag = MouseActions::new("mouse".into())
+                    .then(at(0.2, 0.2))
+                    .then(PointerAction::Down {
+                        button: MOUSE_BUTTON_LEFT,
+                    })
+                    .then(at(0.35, 0.3))
+                    .then(at(0.5, 0.4))
+                    .then(PointerAction::Up {
+                        button: MOUSE_BUTTON_LEFT,
+                    });
+                c.perform_actions(drag).await.unwrap();
+                let value = c
+                    .find(Locator::Css("#new-comment input[name=at]"))
+                    .await
+                    .unwrap()
+                    .prop("value")
+                    .await
+                    .unwrap()
+                    .unwrap_or_default();
+                let numbers: Vec<f64> = value.split(',').filter_map(|n| n.parse().ok()).collect();
+                let want = [240.0, 160.0, 360.0, 160.0];
+                assert!(
+                    numbers.len() == 4 && numbers.iter().zip(want).all(|(n, w)| (n - w).abs() <= 4.0),
+                    "the drag marked {value:?}"
+                );
+                assert_eq!(
+                    c.current_url().await.unwrap().path(),
+                    "/hub/file/retouch/shoot/a.jpg",
+                    "the drag did not follow the picture's link"
+                );
+            }
             for dark in [false, true] {
                 for (name, path) in &pages {
                     c.goto(&format!("{base}{path}")).await.unwrap();
