@@ -41,7 +41,10 @@ const LAYERS: &[(&str, &[&str])] = &[
     // Comments and reviews, read from and written to the repository's review log.
     ("dmv-review", &["dmv-repo"]),
     // The store and the refs reach dmv-sync only through dmv-repo's and dmv-bucket's re-exports.
-    ("dmv-sync", &["dmv-os", "dmv-repo", "dmv-bucket", "dmv-review"]),
+    (
+        "dmv-sync",
+        &["dmv-os", "dmv-repo", "dmv-bucket", "dmv-review"],
+    ),
     // The HTTP server: a leaf above the sync library, which embedders use without it.
     ("dmv-server", &["dmv-os", "dmv-repo", "dmv-web", "dmv-sync"]),
     // A revision as a read-only folder through FUSE, reading what is not here from other replicas.

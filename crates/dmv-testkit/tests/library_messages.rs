@@ -24,6 +24,7 @@ const LIBRARIES: &[&str] = &[
     "dmv-media",
     "dmv-crypt",
     "dmv-agent",
+    "dmv-review",
 ];
 
 /// The string literals of `code` (plain and escaped quotes; raw strings do
