@@ -173,13 +173,17 @@ pub struct AuditArgs {
     /// One JSON object a line, as the log keeps them.
     #[arg(long)]
     json: bool,
+    /// The audit log of a repository kept in a bucket (`s3://BUCKET/PREFIX`),
+    /// which the servers in front of it keep there.
+    #[arg(long, value_name = "URL")]
+    from: Option<String>,
 }
 
 /// `dmv audit`: who pushed, locked, unlocked, broke a lock, uploaded and
 /// dropped what and when, from the audit log of the repository here (a
-/// hub's directory: the servers in front of it keep the log).
+/// hub's directory: the servers in front of it keep the log), or of one
+/// kept in a bucket (`--from`).
 pub fn audit(args: AuditArgs) -> Result<u8> {
-    let repo = open_repo()?;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
@@ -190,7 +194,14 @@ pub fn audit(args: AuditArgs) -> Result<u8> {
         ),
         None => None,
     };
-    let read = dmv_repo::read_audit(&repo.dmv, since, dmv_repo::MAX_AUDIT_READ)?;
+    let read = match &args.from {
+        Some(url) => {
+            let bucket =
+                dmv_sync::BucketRemote::open(url, &dmv_sync::BucketOptions::default(), None)?;
+            dmv_sync::read_bucket_audit(bucket.bucket(), since)?
+        }
+        None => dmv_repo::read_audit(&open_repo()?.dmv, since, dmv_repo::MAX_AUDIT_READ)?,
+    };
     let mut out = std::io::stdout().lock();
     use std::io::Write;
     for event in &read.events {

@@ -415,4 +415,24 @@ fn the_web_uis_lock_buttons_are_audited_in_a_bucket() {
             "the audit page should say {said}: {page}"
         );
     }
+    // The command line reads the same log from the bucket.
+    let mut audit = dmv_cmd(t);
+    audit.args(["audit", "--from", "s3://studio/hub", "--json"]);
+    minio.env(&mut audit);
+    audit.env("AWS_ENDPOINT_URL", minio.endpoint());
+    let out = audit.output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["lock", "unlock", "lock", "break-lock"],
+        "{events:?}"
+    );
 }

@@ -99,7 +99,17 @@ fn event_name(time: i64) -> String {
     h.update(format!("{:?}", std::thread::current().id()).as_bytes());
     h.update(&COUNT.fetch_add(1, Ordering::Relaxed).to_le_bytes());
     h.update(std::env::temp_dir().to_string_lossy().as_bytes());
-    format!("{:012}-{}", time.max(0), &h.finalize().to_hex()[..16])
+    // The nanoseconds keep events of one second in the order they came
+    // (names are read back sorted); older names without them sort first.
+    let nanos = dmv_repo::now_ns().rem_euclid(1_000_000_000);
+    format!("{:012}.{nanos:09}-{}", time.max(0), &h.finalize().to_hex()[..16])
+}
+
+/// The second an event's record name says it was recorded at.
+#[cfg(feature = "s3")]
+fn second_of(name: &str) -> Option<i64> {
+    let stamp = name.split_once('-')?.0;
+    stamp.split_once('.').map_or(stamp, |(s, _)| s).parse().ok()
 }
 
 /// Records `event` in the audit log of the repository in `bucket`: one
@@ -126,7 +136,7 @@ pub fn read_bucket_audit(bucket: &Bucket, since: Option<i64>) -> crate::SyncResu
     let mut names: Vec<(i64, String)> = bucket
         .shared_record_names(AUDIT_RECORDS)?
         .into_iter()
-        .filter_map(|n| Some((n.split_once('-')?.0.parse().ok()?, n)))
+        .filter_map(|n| Some((second_of(&n)?, n)))
         .filter(|(t, _)| since.is_none_or(|s| *t >= s))
         .collect();
     names.sort();
