@@ -102,7 +102,11 @@ fn event_name(time: i64) -> String {
     // The nanoseconds keep events of one second in the order they came
     // (names are read back sorted); older names without them sort first.
     let nanos = dmv_repo::now_ns().rem_euclid(1_000_000_000);
-    format!("{:012}.{nanos:09}-{}", time.max(0), &h.finalize().to_hex()[..16])
+    format!(
+        "{:012}.{nanos:09}-{}",
+        time.max(0),
+        &h.finalize().to_hex()[..16]
+    )
 }
 
 /// The second an event's record name says it was recorded at.
