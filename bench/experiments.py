@@ -115,6 +115,7 @@ class Recorder:
 class Context:
     def __init__(self, rec, tools, workdir, args):
         self.rec, self.tools, self.workdir, self.args = rec, tools, workdir, args
+        self.murphy = []  # peers of filesize and filecount only (tools.MURPHY_PEERS: DVC, Oxen)
 
     def point(self, experiment, param):
         root = os.path.join(self.workdir, "%s-%s" % (experiment, param))
@@ -177,6 +178,47 @@ def _run_tool_steps(ctx, skips, tool, pt, experiment, param, steps):
     return True
 
 
+def _stored_check(tool, pt, size, expect_hash=None, blobs=None):
+    """An `after` (untimed) for a peer with no read of a committed file (tools.MURPHY_PEERS): its store must
+    hold the committed bytes, as whole files: one of `size` bytes whose hash is `expect_hash`, or at least
+    `blobs` files of `size` bytes. None for the tools that have a read step or fsck instead."""
+    if not hasattr(tool, "store_dir"):
+        return None
+
+    def after(out):
+        if not out.ok:
+            return {}
+        found, match = 0, False
+        for top, _, files in os.walk(tool.store_dir(pt)):
+            for f in files:
+                path = os.path.join(top, f)
+                if os.path.getsize(path) != size:
+                    continue
+                found += 1
+                if expect_hash is not None and not match and datagen.file_hash(path) == expect_hash:
+                    match = True
+        if expect_hash is not None and not match:
+            out.ok, out.error = False, "no file of %d bytes with the committed bytes in %s (%d of that size)" % (
+                size, tool.store_dir(pt), found)
+        elif blobs is not None and found < blobs:
+            out.ok, out.error = False, "%d files of %d bytes in %s, expected at least %d" % (
+                found, size, tool.store_dir(pt), blobs)
+        return {"stored_files_checked": found}
+    return after
+
+
+def _startup(tool, pt):
+    """The step measuring a peer's fixed start-up cost alone (Oxen: the interpreter and `import oxen`), if any."""
+    return [S("startup", lambda: tool.startup(pt))] if hasattr(tool, "startup") else []
+
+
+def _forget(tool, pt):
+    """Removes the tool's repository from the point (and, for DVC, its files beside the work tree)."""
+    shutil.rmtree(tool.meta(pt), ignore_errors=True)
+    if hasattr(tool, "cleanup"):
+        tool.cleanup(pt)
+
+
 def filesize(ctx, sizes):
     """Experiment 1: one file of growing size, committed twice."""
     skips = Skips(ctx, "filesize")
@@ -195,21 +237,23 @@ def filesize(ctx, sizes):
         h1 = datagen.write_random_file(data, size)
         edit = datagen.BigFileEdit(data, size)
         os.utime(data, ns=(AGED, AGED))
-        for tool in ctx.tools:
+        for tool in ctx.tools + ctx.murphy:
             if not skips.active(tool, param):
                 continue
             _run_tool_steps(ctx, skips, tool, pt, "filesize", param, [
-                S("init", lambda: tool.init(pt), fatal=True),
-                S("commit1", lambda: tool.commit(pt, True), fatal=True),
+                S("init", lambda: tool.init(pt), fatal=True)] + _startup(tool, pt) + [
+                S("commit1", lambda: tool.commit(pt, True), fatal=True,
+                  after=_stored_check(tool, pt, size, expect_hash=h1)),
                 S("fsck1", lambda: tool.fsck(pt)),
                 S("read1", lambda: tool.read(pt, "file.bin"), expect=h1),
                 Prep(edit.apply),
-                S("commit2", lambda: tool.commit(pt, False), fatal=True),
+                S("commit2", lambda: tool.commit(pt, False), fatal=True,
+                  after=_stored_check(tool, pt, size, expect_hash=edit.hash_after)),
                 S("fsck2", lambda: tool.fsck(pt)),
                 S("read2", lambda: tool.read(pt, "file.bin"), expect=edit.hash_after),
                 S("gc", lambda: tool.gc(pt)),
             ])
-            shutil.rmtree(tool.meta(pt), ignore_errors=True)
+            _forget(tool, pt)
             edit.restore()
             os.utime(data, ns=(AGED, AGED))
             pt.commits = 0
@@ -225,7 +269,7 @@ def _tree(ctx, experiment, count):
 
 
 def _reset_tree(tool, pt, count, every):
-    shutil.rmtree(tool.meta(pt), ignore_errors=True)
+    _forget(tool, pt)
     datagen.edit_tree(pt.work, count, seed=1, every=every)
     datagen.touch_tree(pt.work, count, AGED)
     pt.commits = 0
@@ -237,15 +281,17 @@ def filecount(ctx, counts):
     for count in counts:
         param = str(count)
         pt = _tree(ctx, "filecount", count)
-        for tool in ctx.tools:
+        for tool in ctx.tools + ctx.murphy:
             if not skips.active(tool, param):
                 continue
             _run_tool_steps(ctx, skips, tool, pt, "filecount", param, [
-                S("init", lambda: tool.init(pt), fatal=True),
-                S("commit1", lambda: tool.commit(pt, True), fatal=True),
+                S("init", lambda: tool.init(pt), fatal=True)] + _startup(tool, pt) + [
+                S("commit1", lambda: tool.commit(pt, True), fatal=True,
+                  after=_stored_check(tool, pt, datagen.SMALL_FILE_SIZE, blobs=count)),
                 Prep(lambda: datagen.edit_tree(pt.work, count, seed=2)),
                 S("status", lambda: tool.status(pt)),
-                S("commit2", lambda: tool.commit(pt, False), fatal=True),
+                S("commit2", lambda: tool.commit(pt, False), fatal=True,
+                  after=_stored_check(tool, pt, datagen.SMALL_FILE_SIZE, blobs=2 * count)),
             ])
             _reset_tree(tool, pt, count, every=1)
         shutil.rmtree(pt.root, ignore_errors=True)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""DMV benchmark suite: DMV against git, Mercurial, bup and cp on this machine.
+"""DMV benchmark suite: DMV against git, Mercurial, bup, cp, DVC and Oxen on this machine.
 
     python3 bench/run.py --quick      # about 5 minutes
     python3 bench/run.py --full       # hours
@@ -367,10 +367,11 @@ def main(argv=None):
                          "report shows medians (quick 3, full 5)")
     ap.add_argument("--experiments", help="comma list of %s (default: %s; --full adds sync, s3, partial and history)" % (
         ",".join(ALL_EXPERIMENTS), ",".join(DEFAULT_EXPERIMENTS["quick"])))
-    ap.add_argument("--tools", default=",".join(tools.ORDER + list(tools.S3_PEERS) + [
+    ap.add_argument("--tools", default=",".join(tools.ORDER + list(tools.MURPHY_PEERS) + list(tools.S3_PEERS) + [
                         t for t in tools.STORE_PEERS if t not in tools.S3_PEERS] + list(tools.WATCH_PEERS)),
-                    help="comma list (default: %(default)s; restic only runs in the s3, store, mount and encrypted "
-                         "experiments, rclone only in s3, borg only in store, syncthing only in watch)")
+                    help="comma list (default: %(default)s; dvc and oxen (pip-installed into "
+                         "~/.cache/dmv-bench/peers-venv) only run in filesize and filecount; restic only runs in the "
+                         "s3, store, mount and encrypted experiments, rclone only in s3, borg only in store, syncthing only in watch)")
     ap.add_argument("--dmv", help="use this dmv binary instead of building one")
     ap.add_argument("--workdir", default=os.path.join(os.path.dirname(REPO), "bench-tmp"),
                     help="scratch space, not tmpfs (default: %(default)s)")
@@ -490,6 +491,27 @@ def main(argv=None):
             return tool
         missing[name] = why
         return None
+
+    # the Murphy experiments' peers from the Python package registry (DVC, Oxen): pip-installed once into
+    # the harness's venv (tools.peers_venv()) when missing
+    murphy_tools = []
+    if "filesize" in exps or "filecount" in exps:
+        for name, cls in tools.MURPHY_PEERS.items():
+            if name not in wanted:
+                continue
+            tool = cls()
+            version, why = tool.probe()
+            if not version:
+                ok, log = tools.pip_install(cls.pip_package)
+                tool = cls()
+                version, why = tool.probe()
+                if not version:
+                    why = "%s; pip install %s: %s" % (why, cls.pip_package, log)
+            if version:
+                versions[name] = version
+                murphy_tools.append(tool)
+            else:
+                missing[name] = why
 
     # the s3 experiment's own peers and server: installed when missing
     s3_tools, minio_bin, minio_why = [], None, None
@@ -652,7 +674,7 @@ def main(argv=None):
     meta = dict(run_id=run_id, mode=mode, date=now.isoformat(timespec="seconds"),
                 machine=machine_info(args.workdir), versions=versions, missing=missing,
                 dmv_revision=repo_revision(), timeout_s=timeout, rss_method=measure.RSS_METHOD, experiments=exps,
-                tools=list(dict.fromkeys(t.name for t in chosen + s3_tools + store_tools +
+                tools=list(dict.fromkeys(t.name for t in chosen + murphy_tools + s3_tools + store_tools +
                                          ([hubtier_rclone] if hubtier_rclone else []) +
                                          ([mount_restic] if mount_restic else []) +
                                          ([encrypted_restic] if encrypted_restic else []) +
@@ -736,6 +758,7 @@ def main(argv=None):
                 argv=sys.argv[1:])
     rec = experiments.Recorder(out_path, meta, tool_env(os.path.join(scratch, "home")), timeout)
     ctx = experiments.Context(rec, chosen, scratch, args)
+    ctx.murphy = murphy_tools  # filesize and filecount only
     print("results: %s" % os.path.relpath(out_path), flush=True)
 
     start = time.time()

@@ -423,3 +423,104 @@ class Syncthing(Tool):
 
 
 WATCH_PEERS = {t.name: t for t in (Syncthing,)}
+
+
+# ---------------------------------------------------------------- peers of the Murphy experiments (filesize, filecount) only
+
+def peers_venv():
+    """The harness's own virtual environment for the peers that install from the Python package registry
+    (DVC, Oxen): $XDG_CACHE_HOME/dmv-bench/peers-venv (default ~/.cache/...), made once and kept."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "dmv-bench", "peers-venv")
+
+
+def pip_install(package):
+    """pip install PACKAGE into peers_venv() (made with `python3 -m venv` when missing); (ok, tail of the output)."""
+    venv = peers_venv()
+    out = ""
+    argvs = [] if os.path.exists(os.path.join(venv, "bin", "python")) else [
+        ["/usr/bin/python3", "-m", "venv", venv]]
+    argvs.append([os.path.join(venv, "bin", "pip"), "install", "-q", "--disable-pip-version-check", package])
+    print("installing %s: pip install %s into %s" % (package, package, venv), flush=True)
+    for argv in argvs:
+        try:
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=1800, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return False, str(e)
+        out = (r.stdout + r.stderr).strip()[-300:]
+        if r.returncode != 0:
+            return False, out or "exit %d" % r.returncode
+    return True, out
+
+
+class Dvc(Tool):
+    """DVC (`dvc` from PyPI, in the harness's venv) without git: `dvc init --no-scm` in the point's directory,
+    the work tree tracked as one directory output (`dvc add work`: hashes every file, copies it into
+    .dvc/cache and writes work.dvc; the same `dvc add work` again records the edited tree, DVC's commit when
+    there is no git). Analytics off; DVC's site cache (its hash index, by default under /var/tmp/dvc) kept
+    in .dvc/site so it is counted in the repository and removed with it."""
+    name = "dvc"
+    pip_package = "dvc"
+
+    def __init__(self, path=None):
+        self.path = path or os.path.join(peers_venv(), "bin", "dvc")
+
+    def probe(self):
+        if not os.path.exists(self.path):
+            return None, "%s not found" % self.path
+        v, why = _first_line([self.path, "--version"])
+        return ("dvc %s (pip, %s)" % (v, peers_venv()) if v else None), why
+
+    def meta(self, pt): return os.path.join(pt.root, ".dvc")
+    def store_dir(self, pt): return os.path.join(self.meta(pt), "cache")
+
+    def cmd(self, pt, *args, **kw):
+        return Cmd([self.path] + list(args), cwd=pt.root,
+                   env={"DVC_NO_ANALYTICS": "1", "DVC_SITE_CACHE_DIR": os.path.join(self.meta(pt), "site")}, **kw)
+
+    def cleanup(self, pt):
+        for f in ("work.dvc", ".dvcignore"):
+            if os.path.exists(os.path.join(pt.root, f)):
+                os.remove(os.path.join(pt.root, f))
+
+    def init(self, pt): return [self.cmd(pt, "init", "--no-scm", "-q")]
+    def commit(self, pt, first): return [self.cmd(pt, "add", "-q", "work")]
+    def status(self, pt): return [self.cmd(pt, "status")]
+
+
+class Oxen(Tool):
+    """Oxen through its Python package (`oxenai` from PyPI, in the harness's venv: it carries Oxen's Rust core,
+    the one its CLI runs; the package installs no `oxen` command). Each step is one `python -c` that imports
+    `oxen` and calls it from the work tree: init (`oxen.init`, after the author is configured with
+    `oxen.user.config_user`, which writes HOME's config), commit (`Repo.add(".")` then `Repo.commit`), status
+    (`Repo.status()` printed). The interpreter's start and `import oxen` are in every step's time; the step
+    `startup` (`python -c "import oxen"`) measures them alone."""
+    name = "oxen"
+    pip_package = "oxenai"
+
+    def __init__(self, path=None):
+        self.path = path or os.path.join(peers_venv(), "bin", "python")
+
+    def probe(self):
+        if not os.path.exists(self.path):
+            return None, "%s not found" % self.path
+        v, why = _first_line([self.path, "-c", "import oxen, importlib.metadata as m; print(m.version('oxenai'))"])
+        return ("oxenai %s (pip, %s)" % (v, peers_venv()) if v else None), why
+
+    def meta(self, pt): return os.path.join(pt.work, ".oxen")
+    def store_dir(self, pt): return os.path.join(self.meta(pt), "versions")
+
+    def py(self, pt, code, **kw): return Cmd([self.path, "-c", code], cwd=pt.work, **kw)
+
+    def startup(self, pt): return [self.py(pt, "import oxen")]
+
+    def init(self, pt):
+        return [self.py(pt, "import oxen; oxen.user.config_user('bench', 'bench@example.com'); oxen.init('.')")]
+
+    def commit(self, pt, first):
+        return [self.py(pt, "import oxen; r = oxen.Repo('.'); r.add('.'); r.commit('m')")]
+
+    def status(self, pt): return [self.py(pt, "import oxen; print(oxen.Repo('.').status())")]
+
+
+MURPHY_PEERS = {t.name: t for t in (Dvc, Oxen)}
