@@ -462,7 +462,7 @@ fn every_page_fits_a_phone_and_a_desktop() {
         dmv(&hub, &["rev-parse", "main:shoot/img-1.jpg"]),
     );
     let server = HttpServer::start(
-        "[repos]\nhub = \"hub\"\n[tokens]\n\"tok-al\" = { access = \"write\", user = \"al\" }\n",
+        "[repos]\nhub = \"hub\"\n[tokens]\n\"tok-al\" = { access = \"admin\", user = \"al\" }\n",
         t,
         0,
     );
@@ -496,6 +496,8 @@ fn every_page_fits_a_phone_and_a_desktop() {
             ),
         ),
         ("locks", "/hub/locks".to_string()),
+        // The admin's page of who did what (al is the admin here).
+        ("audit", "/hub/audit".to_string()),
         ("search", "/hub/search?q=IMG&rev=main".to_string()),
         ("upload", "/hub/upload/main/shoot/".to_string()),
         ("share", "/-/share?n=3".to_string()),
