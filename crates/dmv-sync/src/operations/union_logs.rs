@@ -13,7 +13,7 @@ use dmv_repo::{Progress, Repository};
 use crate::operations::receive::fetch_objects;
 use crate::operations::send::{send_objects, PushRef};
 use crate::transport::remote::Remote;
-use crate::{SyncError, SyncResult};
+use crate::{Refusal, SyncError, SyncResult};
 
 /// Sends of one log that may lose a race with another pusher, at most.
 const PUSH_TRIES: usize = 8;
@@ -78,6 +78,9 @@ pub(crate) fn push_union_logs(
                 }
                 // Another replica sent entries meanwhile: take them, join, send again.
                 Err(SyncError::Rejected { found, .. }) if attempt < PUSH_TRIES => theirs = found,
+                // A hub older than the logs takes branches and tags only:
+                // the push goes on without them (they stay here, joined).
+                Err(SyncError::Refused(Refusal::NotBranchOrTag { .. })) => break,
                 Err(e) => return Err(e),
             }
         }
