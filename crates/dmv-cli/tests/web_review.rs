@@ -737,3 +737,337 @@ fn a_phone_comments_by_tapping_a_photo() {
     drop(server);
     fsck_clean(&hub);
 }
+
+/// The photo's own box in the lightbox (the image fitted in its element):
+/// left, top, width, height in CSS pixels, once the photo is decoded.
+async fn lightbox_photo(c: &Client) -> [f64; 4] {
+    let rect = c
+        .execute(
+            "const i=document.querySelector('#lightbox .stage img'); return new Promise(ok => { (function wait() { if (!i.complete || !i.naturalWidth) return setTimeout(wait, 50); const r=i.getBoundingClientRect(), k=Math.min(r.width/i.naturalWidth, r.height/i.naturalHeight), w=i.naturalWidth*k, h=i.naturalHeight*k; ok([r.left+(r.width-w)/2, r.top+(r.height-h)/2, w, h]); })(); });",
+            vec![],
+        )
+        .await
+        .unwrap();
+    serde_json::from_value(rect).unwrap()
+}
+
+/// Opens the photo named `name` of the wall in the lightbox and waits
+/// until its page was read (its comments counted, or its photo shown and
+/// the comment button settled).
+async fn open_in_lightbox(c: &Client, base: &str, name: &str) {
+    c.goto(&format!("{base}/hub/tree/retouch/shoot/"))
+        .await
+        .unwrap();
+    c.find(Locator::Css(&format!(".wall a.ph[data-name=\"{name}\"]")))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let started = Instant::now();
+    loop {
+        let ready = c
+            .execute(
+                "const b=document.getElementById('lightbox'), i=b.querySelector('.stage img'); return !b.hidden && i.complete && i.naturalWidth > 0 && !b.querySelector('.mode').disabled;",
+                vec![],
+            )
+            .await
+            .unwrap();
+        if ready == json!(true) {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the lightbox did not get ready to comment"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A phone (390×844, touch) opens a photo of a wall in the lightbox,
+/// turns on Comment, taps a point of the photo and writes: the lightbox
+/// shows the marker where the finger was, and a replica that fetched
+/// reads the comment on that file's version at the tapped pixel. A mouse
+/// does the same at a desktop's size; a reader sees no Comment button;
+/// the header keeps a long name's end on a phone. The form is kept as
+/// screenshots, light and dark, phone and desktop (`DMV_SCREENSHOTS`).
+#[test]
+fn a_phone_comments_in_the_lightbox() {
+    if lacks(&[Need::Chromium]) {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let (hub, al, _review) = hub_with_a_review(t);
+    // More photos on the branch: a wide one and a tall one with a long name.
+    let long = "the fourth of December, studio session, second set IMG_4821.jpg";
+    photo(&al.join("shoot/b.jpg"), 1600, 900, 90);
+    photo(&al.join("shoot").join(long), 800, 1200, 150);
+    commit_all(&al, "two more");
+    dmv(&al, &["push", "origin", "retouch"]);
+    let server = HttpServer::start(TOKENS, t, 0);
+    let base = format!("http://127.0.0.1:{}", server.port);
+    let shots = std::env::var_os("DMV_SCREENSHOTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| t.join("screenshots"));
+    std::fs::create_dir_all(&shots).unwrap();
+    let driver = chromedriver();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (tap, photo_box) = rt.block_on(async {
+        let c = sized_browser(&driver, true).await;
+        log_in(&c, &base, "tok-ann").await;
+        assert_eq!(
+            c.execute("return window.innerWidth;", vec![]).await.unwrap(),
+            json!(390)
+        );
+        open_in_lightbox(&c, &base, long).await;
+        // The header fits the phone and keeps the name's end.
+        let top = c
+            .execute(
+                "const t=document.querySelector('#lightbox .top'), n=t.querySelector('.name'); return [t.scrollWidth <= t.clientWidth, n.textContent, t.querySelector('.tail').getBoundingClientRect().right <= n.getBoundingClientRect().right + 0.5];",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(top, json!([true, long, true]), "the lightbox's header on a phone");
+        // Off, a tap on the photo opens no form.
+        let [left, top, width, height] = lightbox_photo(&c).await;
+        let tap_at = |x: f64, y: f64| {
+            TouchActions::new("finger".into())
+                .then(PointerAction::MoveTo {
+                    duration: None,
+                    x: x as i64,
+                    y: y as i64,
+                })
+                .then(PointerAction::Down {
+                    button: MOUSE_BUTTON_LEFT,
+                })
+                .then(PointerAction::Up {
+                    button: MOUSE_BUTTON_LEFT,
+                })
+        };
+        c.perform_actions(tap_at((left + width / 2.0).round(), (top + height / 2.0).round()))
+            .await
+            .unwrap();
+        let form_open = c
+            .execute(
+                "return !!document.querySelector('#lightbox .note textarea');",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(form_open, json!(false), "a tap without Comment on opens no form");
+        // On: the tap at 30 % across, 70 % down opens the form there (the
+        // photo measured again: the hint under it took some of its height).
+        c.find(Locator::Css("#lightbox .mode"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let [left, top, width, height] = lightbox_photo(&c).await;
+        let (x, y) = (
+            (left + width * 0.3).round(),
+            (top + height * 0.7).round(),
+        );
+        c.perform_actions(tap_at(x, y)).await.unwrap();
+        let text = c
+            .find(Locator::Css("#lightbox .note textarea"))
+            .await
+            .unwrap();
+        text.send_keys("darken the hem here").await.unwrap();
+        for dark in [false, true] {
+            c.execute(
+                "document.documentElement.dataset.theme=arguments[0];",
+                vec![json!(if dark { "dark" } else { "light" })],
+            )
+            .await
+            .unwrap();
+            let file = format!("lightbox-comment{}-phone.png", if dark { "-dark" } else { "" });
+            std::fs::write(shots.join(file), c.screenshot().await.unwrap()).unwrap();
+        }
+        c.find(Locator::Css("#lightbox .note .send"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        // The lightbox shows the new marker where the finger was, on the
+        // photo (which the form, now closed, had made smaller).
+        let started = Instant::now();
+        let pin = loop {
+            let seen = c
+                .execute(
+                    "const b=document.getElementById('lightbox'), p=b.querySelectorAll('.pins a.pin.point'); if (p.length !== 1 || b.querySelector('.note textarea')) return [null, b.querySelector('.note').textContent]; const r=p[0].getBoundingClientRect(); return [[r.left, r.top], b.querySelector('.said').textContent];",
+                    vec![],
+                )
+                .await
+                .unwrap();
+            if !seen[0].is_null() {
+                break seen;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "no marker in the lightbox: {seen}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        let [px, py]: [f64; 2] = serde_json::from_value(pin[0].clone()).unwrap();
+        let [l, t, w, h] = lightbox_photo(&c).await;
+        let (fx, fy) = ((px - l) / w, (py - t) / h);
+        let (tx, ty) = ((x - left) / width, (y - top) / height);
+        assert!(
+            ((fx - tx) * 800.0).abs() <= 1.0 && ((fy - ty) * 1200.0).abs() <= 1.0,
+            "the marker at {fx},{fy} of the photo, the tap at {tx},{ty}"
+        );
+        assert_eq!(pin[1], "1 comment");
+        c.close().await.unwrap();
+
+        // A desktop's mouse: the same form, kept as screenshots, then cancelled.
+        let c = sized_browser(&driver, false).await;
+        log_in(&c, &base, "tok-ann").await;
+        open_in_lightbox(&c, &base, long).await;
+        c.find(Locator::Css("#lightbox .mode"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let [l, t, w, h] = lightbox_photo(&c).await;
+        let click = MouseActions::new("mouse".into())
+            .then(PointerAction::MoveTo {
+                duration: None,
+                x: (l + w * 0.6).round() as i64,
+                y: (t + h * 0.25).round() as i64,
+            })
+            .then(PointerAction::Down {
+                button: MOUSE_BUTTON_LEFT,
+            })
+            .then(PointerAction::Up {
+                button: MOUSE_BUTTON_LEFT,
+            });
+        c.perform_actions(click).await.unwrap();
+        c.find(Locator::Css("#lightbox .note textarea"))
+            .await
+            .unwrap()
+            .send_keys("the collar catches the light")
+            .await
+            .unwrap();
+        let at = c
+            .find(Locator::Css("#lightbox .note .at"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let (cx, cy) = ((l + w * 0.6).round(), (t + h * 0.25).round());
+        let want = [(cx - l) / w * 800.0, (cy - t) / h * 1200.0];
+        let got: Vec<f64> = at
+            .trim_start_matches("at ")
+            .split(',')
+            .filter_map(|n| n.parse().ok())
+            .collect();
+        assert!(
+            got.len() == 2 && (got[0] - want[0]).abs() <= 1.0 && (got[1] - want[1]).abs() <= 1.0,
+            "the click at {want:?} of the photo's pixels: {at:?}"
+        );
+        for dark in [false, true] {
+            c.execute(
+                "document.documentElement.dataset.theme=arguments[0];",
+                vec![json!(if dark { "dark" } else { "light" })],
+            )
+            .await
+            .unwrap();
+            let file = format!("lightbox-comment{}-desktop.png", if dark { "-dark" } else { "" });
+            std::fs::write(shots.join(file), c.screenshot().await.unwrap()).unwrap();
+        }
+        c.find(Locator::Css("#lightbox .note .cancel"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        c.close().await.unwrap();
+
+        // A reader sees the marker and no Comment button.
+        let c = sized_browser(&driver, true).await;
+        log_in(&c, &base, "tok-read").await;
+        c.goto(&format!("{base}/hub/tree/retouch/shoot/"))
+            .await
+            .unwrap();
+        c.find(Locator::Css(&format!(".wall a.ph[data-name=\"{long}\"]")))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let started = Instant::now();
+        loop {
+            let seen = c
+                .execute(
+                    "const b=document.getElementById('lightbox'); return [b.querySelector('.said').textContent, b.querySelector('.mode').hidden];",
+                    vec![],
+                )
+                .await
+                .unwrap();
+            if seen[0] == json!("1 comment") {
+                assert_eq!(seen[1], json!(true), "a reader has no Comment button");
+                break;
+            }
+            assert!(started.elapsed() < Duration::from_secs(20), "the reader's lightbox shows {seen}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        c.close().await.unwrap();
+        ((x, y), [left, top, width, height])
+    });
+    // Another replica reads it on the tapped version, at the tapped pixel
+    // of the 800×1200 photo.
+    let path = format!("shoot/{long}");
+    dmv(&al, &["fetch", "origin"]);
+    let listed: serde_json::Value = serde_json::from_str(&dmv(
+        &al,
+        &[
+            "comment",
+            "list",
+            "--json",
+            "--rev",
+            "origin/retouch",
+            &path,
+        ],
+    ))
+    .unwrap();
+    let c = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["text"] == "darken the hem here")
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(c["by"]["name"], "ann");
+    assert_eq!(c["file"]["path"], path.as_str());
+    let version = dmv(&hub, &["rev-parse", &format!("retouch:{path}")]);
+    assert_eq!(c["file"]["version"], version.trim());
+    let commit = dmv(&hub, &["rev-parse", "retouch"]);
+    assert_eq!(c["file"]["commit"], commit.trim());
+    let [left, top, width, height] = photo_box;
+    let (want_x, want_y) = (
+        (tap.0 - left) / width * 800.0,
+        (tap.1 - top) / height * 1200.0,
+    );
+    assert_eq!(
+        (c["at"]["w"].as_u64(), c["at"]["h"].as_u64()),
+        (Some(0), Some(0))
+    );
+    let (got_x, got_y) = (
+        c["at"]["x"].as_f64().unwrap(),
+        c["at"]["y"].as_f64().unwrap(),
+    );
+    assert!(
+        (got_x - want_x).abs() <= 1.0 && (got_y - want_y).abs() <= 1.0,
+        "tapped {want_x},{want_y}; kept {got_x},{got_y}"
+    );
+    drop(server);
+    fsck_clean(&hub);
+}

@@ -1,8 +1,9 @@
 // The web UI's behaviour beyond links and forms: every page works without
-// it. A photo wall's lightbox (arrow keys, swipe), picking photos to
-// download as one zip, the next page of a wall as it scrolls into view,
-// exact times on a tap, logging in from an address's #token=, and the
-// service worker that keeps recent thumbnails for offline use.
+// it. A photo wall's lightbox (arrow keys, swipe, a comment at a tapped
+// point), picking photos to download as one zip, the next page of a wall
+// as it scrolls into view, exact times on a tap, logging in from an
+// address's #token=, and the service worker that keeps recent thumbnails
+// for offline use.
 (function () {
   'use strict';
   var doc = document;
@@ -97,49 +98,144 @@
   var box = doc.createElement('div'), at = -1;
   box.id = 'lightbox'; box.hidden = true;
   box.setAttribute('role', 'dialog'); box.setAttribute('aria-modal', 'true');
-  box.innerHTML = '<div class="top"><span class="where"></span><span class="grow name"></span>' +
+  box.innerHTML = '<div class="top"><span class="where"></span><span class="grow name"><span class="head"></span><span class="tail"></span></span>' +
+    '<button type="button" class="mode" aria-pressed="false" hidden title="tap the photo where the comment points">comment</button>' +
     '<a class="details">details<span class="word"> and history</span></a><a class="download" download>download</a>' +
     '<button type="button" class="close" aria-label="close">✕</button></div>' +
-    '<div class="stage"><img alt="the photo shown"></div><div class="facts"></div>' +
+    '<div class="stage"><img alt="the photo shown"></div><div class="note" hidden></div><div class="facts"></div>' +
     '<button type="button" class="nav prev" aria-label="previous photo">‹</button>' +
     '<button type="button" class="nav next" aria-label="next photo">›</button>';
   doc.body.appendChild(box);
   var img = box.querySelector('.stage img');
+  // A long name keeps its end (a camera's number, the extension): the
+  // ellipsis falls in its middle.
+  function named(name) {
+    var cut = Math.max(0, name.length - 12);
+    box.querySelector('.name .head').textContent = name.slice(0, cut);
+    box.querySelector('.name .tail').textContent = name.slice(cut);
+    box.querySelector('.name').title = name;
+  }
   // The comments on the photo shown: their markers over it, taken from its
   // page (which places them in proportions of the picture's own pixels),
-  // and how many, linked to that page, where they are answered.
+  // and how many, linked to that page, where they are answered. The page
+  // also says whether the viewer may comment: its form for a new comment
+  // (the same endpoint, fields and login's secret) is what the lightbox's
+  // own form posts, at a point tapped on the photo in its own pixels.
   var stage = box.querySelector('.stage'), overlay = doc.createElement('div'), said = doc.createElement('a');
   overlay.className = 'pins'; stage.appendChild(overlay);
   said.className = 'said'; said.hidden = true; box.insertBefore(said, box.querySelector('.facts').nextSibling);
-  var asked = null;
+  var mode = box.querySelector('.mode'), note = box.querySelector('.note');
+  var asked = null, writing = null, point = null;
+  // The photo's own box on the screen: the image fitted (object-fit: contain) in its element.
+  function picture() {
+    var r = img.getBoundingClientRect(), nw = img.naturalWidth, nh = img.naturalHeight;
+    if (!nw || !nh) return r;
+    var k = Math.min(r.width / nw, r.height / nh), w = nw * k, h = nh * k;
+    return { left: r.left + (r.width - w) / 2, top: r.top + (r.height - h) / 2, width: w, height: h };
+  }
   function place() {
-    var s = stage.getBoundingClientRect(), r = img.getBoundingClientRect();
+    var s = stage.getBoundingClientRect(), r = picture();
     overlay.style.left = (r.left - s.left) + 'px'; overlay.style.top = (r.top - s.top) + 'px';
     overlay.style.width = r.width + 'px'; overlay.style.height = r.height + 'px';
   }
+  // Markers, count and (for a writer) the comment form's fields from a file page.
+  function read(page, href) {
+    overlay.textContent = ''; said.hidden = true;
+    page.querySelectorAll('.marked a.pin').forEach(function (a) {
+      a.href = href + a.getAttribute('href');
+      overlay.appendChild(doc.adoptNode(a));
+    });
+    var n = page.querySelectorAll('li.thread').length;
+    if (n) { said.hidden = false; said.textContent = n + (n === 1 ? ' comment' : ' comments'); said.href = href + '#comments'; }
+    var form = page.getElementById('new-comment'), marked = page.querySelector('.marked[data-w][data-h]');
+    writing = null;
+    if (form && marked) {
+      writing = { action: form.getAttribute('action'), w: +marked.dataset.w, h: +marked.dataset.h, href: href, fields: {} };
+      form.querySelectorAll('input[type=hidden]').forEach(function (i) { writing.fields[i.name] = i.value; });
+    }
+    // Who may comment on one photo may on all (the page has the form): the button stays.
+    if (form) mode.hidden = false;
+    mode.disabled = !writing;
+    place();
+  }
   function comments(p) {
-    overlay.textContent = ''; said.hidden = true; asked = p.href;
+    overlay.textContent = ''; said.hidden = true; asked = p.href; writing = null; mode.disabled = true;
     fetch(p.href, { credentials: 'same-origin' }).then(function (r) { return r.text(); }).then(function (text) {
       if (asked !== p.href) return;
-      var page = new DOMParser().parseFromString(text, 'text/html');
-      page.querySelectorAll('.marked a.pin').forEach(function (a) {
-        a.href = p.href + a.getAttribute('href');
-        overlay.appendChild(doc.adoptNode(a));
-      });
-      var n = page.querySelectorAll('li.thread').length;
-      if (n) { said.hidden = false; said.textContent = n + (n === 1 ? ' comment' : ' comments'); said.href = p.href + '#comments'; }
-      place();
+      read(new DOMParser().parseFromString(text, 'text/html'), p.href);
     }).catch(function () {});
+  }
+  // Comment mode: off, a tap on the photo does nothing and a swipe moves
+  // on; on, a tap (or a click) places a point and opens the form.
+  function commenting(on) {
+    box.classList.toggle('commenting', on);
+    mode.setAttribute('aria-pressed', on ? 'true' : 'false');
+    drop();
+    if (on) { note.hidden = false; note.textContent = 'Tap the photo where the comment points.'; note.className = 'note hint'; }
+  }
+  mode.addEventListener('click', function () { commenting(!box.classList.contains('commenting')); });
+  function drop() {
+    point = null; note.hidden = true; note.textContent = ''; note.className = 'note';
+    var pending = overlay.querySelector('.pending');
+    if (pending) pending.remove();
+  }
+  img.addEventListener('click', function (e) {
+    if (!box.classList.contains('commenting') || !writing || !img.naturalWidth) return;
+    e.preventDefault();
+    var r = picture(), f = function (v, lo, size) { return Math.min(Math.max((v - lo) / size, 0), 1); };
+    var fx = f(e.clientX, r.left, r.width), fy = f(e.clientY, r.top, r.height);
+    var x = Math.round(fx * writing.w), y = Math.round(fy * writing.h);
+    var pending = overlay.querySelector('.pending');
+    if (!pending) { pending = doc.createElement('span'); pending.className = 'pin point pending'; overlay.appendChild(pending); }
+    pending.style.left = (x / writing.w * 100) + '%'; pending.style.top = (y / writing.h * 100) + '%';
+    point = { x: x, y: y };
+    if (!note.querySelector('form')) ask();
+    note.querySelector('.at').textContent = 'at ' + x + ',' + y;
+    note.querySelector('textarea').focus({ preventScroll: true });
+  });
+  // The small form: the text of a comment at the tapped point.
+  function ask() {
+    note.hidden = false; note.className = 'note';
+    note.innerHTML = '<form><textarea name="text" rows="2" required aria-label="comment" placeholder="Say what to change"></textarea>' +
+      '<div class="row"><span class="at"></span><span class="why" role="status"></span>' +
+      '<button type="button" class="cancel">cancel</button><button type="submit" class="send">post</button></div></form>';
+    var form = note.querySelector('form');
+    form.querySelector('.cancel').addEventListener('click', function () { commenting(true); });
+    form.addEventListener('submit', function (e) {
+      e.preventDefault();
+      var text = form.querySelector('textarea').value, w = writing, send = form.querySelector('.send');
+      if (!w || !point || !text.trim()) return;
+      var body = new URLSearchParams();
+      Object.keys(w.fields).forEach(function (k) { body.append(k, w.fields[k]); });
+      body.set('at', point.x + ',' + point.y); body.set('text', text);
+      send.disabled = true;
+      fetch(w.action, { method: 'POST', body: body, credentials: 'same-origin' }).then(function (r) {
+        return r.text().then(function (t) { return { ok: r.ok, text: t }; });
+      }).then(function (answer) {
+        var page = new DOMParser().parseFromString(answer.text, 'text/html');
+        if (!answer.ok) {
+          send.disabled = false;
+          var why = page.querySelector('main') || page.body;
+          form.querySelector('.why').textContent = ((why && why.textContent.trim()) || 'not saved').slice(0, 200);
+          return;
+        }
+        if (asked === w.href) { commenting(true); read(page, w.href); }
+      }).catch(function () { send.disabled = false; form.querySelector('.why').textContent = 'not saved: no answer'; });
+    });
   }
   img.addEventListener('load', place);
   window.addEventListener('resize', function () { if (!box.hidden) place(); });
+  // The form opening or closing resizes the stage: the markers follow the photo.
+  if ('ResizeObserver' in window) new ResizeObserver(function () { if (!box.hidden) place(); }).observe(stage);
   function show(i) {
     var all = photos();
     if (i < 0 || i >= all.length) return;
     at = i;
     var p = all[i];
+    drop();
+    if (box.classList.contains('commenting')) commenting(true);
     img.src = p.dataset.preview; img.alt = p.dataset.name;
-    box.querySelector('.name').textContent = p.dataset.name;
+    named(p.dataset.name);
     box.querySelector('.where').textContent = (i + 1) + ' / ' + all.length;
     box.querySelector('.facts').textContent = p.dataset.facts || '';
     box.querySelector('.details').href = p.href;
@@ -149,18 +245,22 @@
     // The neighbours load while this one is looked at.
     [i - 1, i + 1].forEach(function (j) { if (all[j]) new Image().src = all[j].dataset.preview; });
   }
-  function close() { box.hidden = true; at = -1; }
+  function close() { box.hidden = true; at = -1; commenting(false); }
   box.querySelector('.close').addEventListener('click', close);
   box.querySelector('.prev').addEventListener('click', function () { show(at - 1); });
   box.querySelector('.next').addEventListener('click', function () { show(at + 1); });
   doc.addEventListener('keydown', function (e) {
     if (box.hidden) return;
-    if (e.key === 'ArrowLeft') show(at - 1);
+    var typing = e.target.closest && e.target.closest('.note');
+    if (e.key === 'Escape') { if (point || typing) commenting(true); else close(); }
+    else if (typing) return;
+    else if (e.key === 'ArrowLeft') show(at - 1);
     else if (e.key === 'ArrowRight') show(at + 1);
-    else if (e.key === 'Escape') close();
   });
   var startX = null;
-  box.addEventListener('touchstart', function (e) { startX = e.touches[0].clientX; }, { passive: true });
+  box.addEventListener('touchstart', function (e) {
+    startX = e.target.closest && e.target.closest('.note') ? null : e.touches[0].clientX;
+  }, { passive: true });
   box.addEventListener('touchend', function (e) {
     if (startX === null) return;
     var dx = e.changedTouches[0].clientX - startX; startX = null;
