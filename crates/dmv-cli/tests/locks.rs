@@ -920,7 +920,8 @@ fn a_watcher_leaves_a_file_locked_by_someone_else_uncommitted_until_the_lock_is_
     edit(&alice, "cover.psd", "layers v2 by alice");
     edit(&alice, "notes.txt", "notes v2 by alice");
     wait("the commit of notes.txt", &|| {
-        log().contains("cover.psd is locked by bob") && log().contains("committed ")
+        // A word of its own: the lock's message says "stays uncommitted".
+        log().contains("cover.psd is locked by bob") && log().contains(" committed ")
     });
     let shown = run(&alice, &as_alice, &["show", "--name-only", "HEAD"]);
     assert!(shown.contains("notes.txt"), "{shown}");
