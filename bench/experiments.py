@@ -3217,20 +3217,22 @@ def _wall_browser(driver, srv, options, timeout):
     return b
 
 
-def _wall_load(ctx, dmv, srv, b, ui, param, step, page, label, fields):
-    """Opens the wall in browser `b` and records its times and bytes as `step`."""
+def _wall_load(ctx, dmv, srv, b, ui, param, step, page, label, fields, exp=WALL_EXP, sel=None, expect=None):
+    """Opens the wall in browser `b` and records its times and bytes as `step` (of `exp`; another page's
+    photos: `sel`, at least `expect` of them)."""
     out, f = Outcome(), dict(fields, ui=ui, window=label, url=page, presses=None)
     since = len(srv.lines)
     os.sync()
     try:
         b.goto("about:blank")
         b.goto("http://127.0.0.1:%d%s" % (srv.port, page))
-        got = b.run_async(WALL_SCRIPT, WALL_IMG[ui], min(ctx.rec.timeout, WALL_WAIT_S) * 1000, WALL_SETTLE_MS)
+        got = b.run_async(WALL_SCRIPT, sel or WALL_IMG[ui], min(ctx.rec.timeout, WALL_WAIT_S) * 1000, WALL_SETTLE_MS)
     except _WebDriverError as e:
         out.ok, out.error, out.timed_out = False, "WebDriver: %s" % e, "timeout" in str(e)
-        ctx.rec.record(dmv, WALL_EXP, param, step, out, None, peak_rss_kib=None, **f)
+        ctx.rec.record(dmv, exp, param, step, out, None, peak_rss_kib=None, **f)
         return None
-    expect = min(int(param), WALL_PER_PAGE[ui])
+    if expect is None:
+        expect = min(int(param), WALL_PER_PAGE[ui])
     if got.get("http_status") not in (None, 200):
         out.ok, out.error = False, "HTTP %s: %s" % (got.get("http_status"), " ".join((got.get("text") or "").split()))
     elif got.get("timed_out"):
@@ -3253,7 +3255,7 @@ def _wall_load(ctx, dmv, srv, b, ui, param, step, page, label, fields):
     f["server_not_ok"] = [m.group(0)[:120] for m in lines if m.group(2) not in ("200", "304")][:5]
     f["server_peak_rss_kib"] = srv.peak_rss_kib()
     f.update(_web_cache_usage(srv.repo))
-    ctx.rec.record(dmv, WALL_EXP, param, step, out, None, peak_rss_kib=None, **f)
+    ctx.rec.record(dmv, exp, param, step, out, None, peak_rss_kib=None, **f)
     return got if out.ok else None
 
 
@@ -3313,6 +3315,138 @@ def _wall_size(ctx, dmv, bin_, driver, pt, ui, param, page, config, setup, label
             ctx.rec.note("dmv", WALL_EXP, param, "%s-%s-lightbox-%s" % (ui, label, state), "n/a",
                          "the previous UI has no lightbox")
 
+
+
+
+# ---------------------------------------------------------------- review page (issue 72)
+
+REVIEW_EXP = "webui-review"
+REVIEW_BRANCH, REVIEW_INTO = "shoot", "main"
+REVIEW_PHOTOS, REVIEW_COMMENTS = 2000, 500   # the branch's photos (added), comments on them (one a photo)
+REVIEW_IMG = "ul.changes .pair img"          # the review page's photos: each changed file's before and after
+REVIEW_LISTED = 200                          # files the review page lists with their photos (dmv-web MOST_LISTED)
+REVIEW_WARM_GETS = 5                         # warm GETs of the HTML; the median is recorded
+
+
+def review_page(ctx, photos=REVIEW_PHOTOS, comments=REVIEW_COMMENTS):
+    """Issue 72: the page of a review whose branch adds `photos` small photos, `comments` of them
+    commented on (one comment each, at a point, made with `dmv comment add`): the server's time for its
+    HTML (Python's GET: a fresh server process, cold; then again, warm), and headless Chromium's time to
+    its first photo painted and to a full viewport of photos at a phone's size (390×844) and a desktop's
+    (1440×900), cold (a fresh server, its web cache removed, a fresh browser) and warm (the same browser
+    again). No peer: no other tool's review page of photos runs on this machine."""
+    dmv = next((t for t in ctx.tools if t.name == "dmv"), None)
+    if dmv is None:
+        return
+    param = str(photos)
+    comments = min(comments, photos)
+    try:
+        import numpy  # noqa: F401
+        import PIL  # noqa: F401
+    except ImportError as e:
+        ctx.rec.note("dmv", REVIEW_EXP, param, "all", "fail", "cannot make the photos: %s (pip install pillow numpy)" % e)
+        return
+    small, made = _webui_photos(os.path.join(ctx.args.workdir, "webui-photos"), photos)
+    pt = ctx.point("review", photos)
+    setup = dict(photo_px="%dx%d" % (WEBUI_SMALL_W, WEBUI_SMALL_H), photos_made=made, photos=photos,
+                 comments=comments, photo_bytes_mean=round(sum(os.path.getsize(p) for p in small) / max(1, len(small))))
+    # one comment on every (photos / comments)-th photo, at a point that moves from photo to photo
+    commented = sorted({i * photos // max(1, comments) for i in range(comments)})
+
+    def comment_cmds():
+        return [dmv.cmd(pt, "comment", "add", "%s/%s" % (WEBUI_FOLDER, os.path.basename(small[i])), "--at",
+                        "%d,%d" % (37 * k % WEBUI_SMALL_W, 53 * k % WEBUI_SMALL_H), "-m",
+                        "comment %d: the light on the left is too warm, lift the shadows a little" % k)
+                for k, i in enumerate(commented)]
+    try:
+        with open(os.path.join(pt.work, "README.md"), "w") as f:
+            f.write("The shoot's selects.\n")
+        if not _run_tool_steps(ctx, Skips(ctx, REVIEW_EXP), dmv, pt, REVIEW_EXP, param, [
+                S("setup_init", lambda: dmv.init(pt), fatal=True),
+                S("setup_commit_main", lambda: [dmv.cmd(pt, "add", "."), dmv.cmd(pt, "commit", "-q", "-m", "readme")],
+                  fatal=True),
+                S("setup_branch", lambda: [dmv.cmd(pt, "switch", "-c", REVIEW_BRANCH)], fatal=True),
+                Prep(lambda: _link_into(small, os.path.join(pt.work, WEBUI_FOLDER))),
+                S("setup_commit_photos", lambda: [dmv.cmd(pt, "add", "."),
+                                                  dmv.cmd(pt, "commit", "-q", "-m", "%d photos" % photos)], fatal=True),
+                S("setup_review", lambda: [dmv.cmd(pt, "review", "create", REVIEW_BRANCH, "--into", REVIEW_INTO,
+                                                   "-m", "The shoot's selects")], fatal=True),
+                S("setup_comments", comment_cmds, fatal=True,
+                  after=lambda out: dict(comments=len(commented), comment_add_mean_s=round(
+                      out.wall_s / max(1, len(commented)), 4)))]):
+            return
+        listed = run_cmds([Cmd([dmv.path, "review", "list"], cwd=pt.work, stdout="capture")], ctx.rec.env, 120)
+        m = re.search(rb"\b[0-9a-f]{8,64}\b", listed.captured or b"") if listed.ok else None
+        if not m:
+            ctx.rec.note("dmv", REVIEW_EXP, param, "all", "fail", "no review in `dmv review list`: %r" % (
+                (listed.captured or b"")[:300]))
+            return
+        page = "/%s/review/%s" % (WEBUI_REPO, m.group(0).decode())
+        config = _webui_config({WEBUI_REPO: pt.work})
+        setup.update(url=page, files_listed=min(photos, REVIEW_LISTED))
+        _review_html(ctx, dmv, pt, param, page, config, setup, small[commented[0]])
+        with _Chromedriver() as driver:
+            for label, width, height, phone in WALL_SIZES:
+                options = _wall_options(width, height, phone)
+                fields = dict(setup, chrome_options=options)
+                with _wall_server(ctx, dmv, pt, "server-%s" % label, config) as srv:
+                    print("review-page: %s px: dmv serve on 127.0.0.1:%d" % (label, srv.port), flush=True)
+                    with _wall_browser(driver, srv, options, ctx.rec.timeout) as b:
+                        fields["browser_version"] = b.version
+                        for state in ("cold", "warm"):
+                            _wall_load(ctx, dmv, srv, b, "new", param, "%s-%s" % (label, state), page, label,
+                                       dict(fields, fresh_profile=state == "cold", server_fresh=state == "cold"),
+                                       exp=REVIEW_EXP, sel=REVIEW_IMG, expect=min(photos, REVIEW_LISTED))
+    except (servers.ServerError, _WebDriverError) as e:
+        print("review-page: %s" % e, flush=True)
+        ctx.rec.note("dmv", REVIEW_EXP, param, "all", "fail", str(e))
+    finally:
+        shutil.rmtree(pt.root, ignore_errors=True)  # the photos stay in the workdir for the next run
+
+
+def _review_html(ctx, dmv, pt, param, page, config, setup, first_commented):
+    """The review page's HTML alone (Python's GET): on a fresh server (cold), then REVIEW_WARM_GETS times
+    again (warm: their median, each kept); then, warm, the pages it is compared with."""
+    with _wall_server(ctx, dmv, pt, "server-html", config) as srv:
+        os.sync()
+        out, body = _web_page(srv, page, ctx.rec.timeout, token=WEBUI_TOKEN)
+        facts = dict(page_bytes=len(body), images_on_page=len(set(UI_IMG_SRC.findall(body))),
+                     comments_on_page=body.count(b'<li class="thread'))
+        if out.ok and not facts["images_on_page"]:
+            out.ok, out.error = False, "%s shows no photo: %s" % (page, body[:200].decode("utf-8", "replace"))
+        ctx.rec.record(dmv, REVIEW_EXP, param, "html-cold", out, None, peak_rss_kib=None,
+                       server_peak_rss_kib=srv.peak_rss_kib(), server_rss_kib=_vm_rss_kib(srv.proc.pid),
+                       **dict(setup, **facts))
+        times, warm = [], Outcome()
+        for _ in range(REVIEW_WARM_GETS):
+            o, body = _web_page(srv, page, ctx.rec.timeout, token=WEBUI_TOKEN)
+            if not o.ok:
+                warm = o
+                break
+            times.append(o.wall_s)
+        if warm.ok:
+            warm.wall_s = _median(times)
+        ctx.rec.record(dmv, REVIEW_EXP, param, "html-warm", warm, None, peak_rss_kib=None,
+                       times_ms=[round(t * 1000, 1) for t in times], server_peak_rss_kib=srv.peak_rss_kib(),
+                       server_rss_kib=_vm_rss_kib(srv.proc.pid), **dict(setup, **facts))
+        # For comparison, on the same warm server: pages that read the same review log and do less with it
+        # (the list of reviews; a commented photo's page, its comments alone) and the commit page of the
+        # branch's commit (its changed files without the log).
+        for step, path in (("reviews-html-warm", "/%s/reviews" % WEBUI_REPO),
+                           ("file-html-warm", "/%s/file/%s/%s/%s" % (WEBUI_REPO, REVIEW_BRANCH, WEBUI_FOLDER,
+                                                                      os.path.basename(first_commented))),
+                           ("commit-html-warm", "/%s/commit/%s" % (WEBUI_REPO, REVIEW_BRANCH))):
+            times, o = [], Outcome()
+            for _ in range(REVIEW_WARM_GETS + 1):  # the first GET warms this page's own caches: not counted
+                o, body = _web_page(srv, path, ctx.rec.timeout, token=WEBUI_TOKEN)
+                if not o.ok:
+                    break
+                times.append(o.wall_s)
+            if o.ok:
+                times = times[1:]
+                o.wall_s = _median(times)
+            ctx.rec.record(dmv, REVIEW_EXP, param, step, o, None, peak_rss_kib=None, **dict(
+                setup, url=path, page_bytes=len(body), times_ms=[round(t * 1000, 1) for t in times]))
 
 
 # ---------------------------------------------------------------- import

@@ -32,7 +32,7 @@ EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync-bigfile", "sync-
                "mount-file",
                "mount-remote", "mount-remote-seq", "habits-commit", "habits-rebase", "habits-log", "habits-blame",
                "habits-grep", "habits-all", "habits-bisect", "locks", "locks-push", "webui-folder",
-               "webui-commit", "webui-search", "webui-compare", "webui-upload", "webui-wall", "platforms-binary", "platforms-ref",
+               "webui-commit", "webui-search", "webui-compare", "webui-upload", "webui-wall", "webui-review", "platforms-binary", "platforms-ref",
                "platforms-bigfile", "platforms-files", "encrypted-bigfile", "encrypted-files", "huge"]
 
 
@@ -3495,6 +3495,103 @@ def wall_section(ix, mode, cfg):
     return out
 
 
+REVIEW_EXP = "webui-review"
+
+
+def review_section(ix, mode, cfg):
+    p = next(iter(ix.params(REVIEW_EXP)), None)
+    if p is None:
+        return []
+    g = lambda st: ix.get("dmv", REVIEW_EXP, p, st)  # noqa: E731
+    some = next((r for (t, e, q, st), r in ix.by.items() if e == REVIEW_EXP and r["status"] == "ok"
+                 and r.get("photo_px")), {})
+    comments = some.get("comments", cfg.get("review_comments", 500))
+    out = ["### Web UI, review (issue 72): the page of a review of %s photos with %s comments" % (
+               fmt_count(p), fmt_count(comments)), "",
+           "A repository `hub`: `main` holds one commit (a README); the branch `shoot` adds `photos/` with %s "
+           "JPEGs of %s (the webui experiment's photos, about %s each) in one commit; `dmv review create shoot "
+           "--into main`, then %s `dmv comment add photos/… --at X,Y -m …` on the branch, one comment each on "
+           "every %s photo (%s each, on average, with the review log growing). Served by `dmv serve` (HTTP on "
+           "127.0.0.1, access log on, a write token). The review page `/hub/review/ID` lists the branch's "
+           "commits, its %s changed files (the first %s with their before and after thumbnails, `loading=lazy`; "
+           "an added file's before is empty) and the comments on its files (all %s)." % (
+               fmt_count(p), "×".join(some.get("photo_px", "640x480").split("x")),
+               fmt_bytes(some.get("photo_bytes_mean")), fmt_count(comments),
+               {1: "", 2: "second", 3: "third", 4: "fourth"}.get(int(p) // max(1, int(comments)),
+                                                                  "%dth" % (int(p) // max(1, int(comments)))),
+               fmt_time((g("setup_comments") or {}).get("comment_add_mean_s")), fmt_count(p),
+               cfg.get("review_listed", 200), fmt_count(comments)),
+           "",
+           "- **Server**: Python's GET of the HTML alone with a bearer token: on a fresh server process "
+           "(**cold**: nothing in its memory, `.dmv/web-cache/` removed), then %d times again on the same "
+           "server (**warm**: the median; each in the raw record)." % cfg.get("review_warm_gets", 5),
+           "- **Browser**: headless Chromium (chromedriver) at **390×844** CSS px (a phone through Chrome's "
+           "mobile emulation, device pixel ratio 2, touch) and **1440×900** (a desktop), logged in through the "
+           "login form, untimed. **Cold**: a fresh server process with its web cache removed (every thumbnail "
+           "made from its photo at its first request) and a fresh browser profile; **warm**: the same browser "
+           "opens the page again (about:blank between; its HTTP cache and the service worker's). Measured as "
+           "the wall's (above): **first photo** is the navigation's start to the first of the page's photo "
+           "`<img>` decoded, **full viewport** to every photo `<img>` in the viewport decoded, **HTML received** "
+           "the navigation's `responseEnd` (the server's time plus the transfer).",
+           "- **dmv**: %s" % ("`%s` (sha256 %s…), given with `--dmv`: it may hold work not committed yet (the "
+                               "DMV revision above is the repository's HEAD when the run began)." % (
+                                   (cfg.get("dmv_binary") or {}).get("path"),
+                                   (cfg.get("dmv_binary") or {}).get("sha256", "")[:12])
+                               if (cfg.get("dmv_binary") or {}).get("sha256") else "built by the run."),
+           "- **Peers**: none. A review page of photos with comments pinned on them is not something git, "
+           "Mercurial or bup serve; the forges that have one (GitHub, GitLab) do not run on this machine and "
+           "publish no such figure, so there is nothing to put beside these.", ""]
+    out += ["#### The review page's HTML (server time)", "",
+            "| cold (fresh server) | warm (median of %d) | HTML | photos on the page | comments on the page | "
+            "server resident memory after |" % cfg.get("review_warm_gets", 5), "|--:|--:|--:|--:|--:|--:|"]
+    c, h = g("html-cold"), g("html-warm")
+    out.append("| %s | %s | %s | %s | %s | %s |" % (
+        _webui_time(c)[1], _webui_time(h)[1], fmt_bytes((c or {}).get("page_bytes")) if c and c["status"] == "ok"
+        else "—", (c or {}).get("images_on_page", "—"), (c or {}).get("comments_on_page", "—"),
+        fmt_kib((h or {}).get("server_rss_kib"))))
+    cmp_rows = [("reviews-html-warm", "the list of reviews (`/hub/reviews`: reads the same review log)"),
+                ("file-html-warm", "a commented photo's page (the same log; that file's comments)"),
+                ("commit-html-warm", "the branch's commit page (its %s changed files, without the log)" % fmt_count(p))]
+    if any(g(st) for st, _ in cmp_rows):
+        out += ["", "For comparison, on the same warm server (the median of %d GETs after one that warms the page):" %
+                cfg.get("review_warm_gets", 5), "", "| page | warm | HTML |", "|---|--:|--:|"]
+        out += ["| %s | %s | %s |" % (what, _webui_time(g(st))[1], fmt_bytes((g(st) or {}).get("page_bytes"))
+                                      if g(st) and g(st)["status"] == "ok" else "—") for st, what in cmp_rows]
+    out += ["", "#### Time to the first photo (browser)", "",
+            "| window | HTML received, cold | first photo, cold | full viewport, cold | HTML received, warm | "
+            "first photo, warm | full viewport, warm | photos in the viewport | peer |",
+            "|---|--:|--:|--:|--:|--:|--:|--:|---|"]
+    for w in _wall_windows(cfg):
+        cold, warm = g("%s-cold" % w), g("%s-warm" % w)
+        if cold is None and warm is None:
+            continue
+        shown = next((r.get("images_in_view") for r in (cold, warm) if r and r["status"] == "ok"), None)
+        out.append("| %s | %s | **%s** | %s | %s | **%s** | %s | %s | none |" % (
+            WALL_WINDOW.get(w, w), _wall_cell(cold, "html_ms"), _wall_cell(cold, "first_ms"),
+            _wall_cell(cold, "viewport_ms"), _wall_cell(warm, "html_ms"), _wall_cell(warm, "first_ms"),
+            _wall_cell(warm, "viewport_ms"), "—" if shown is None else shown))
+    out.append("")
+    order = ["setup_init", "setup_commit_main", "setup_branch", "setup_commit_photos", "setup_review",
+             "setup_comments"]
+    setups = sorted(((st, r) for (t, e, q, st), r in ix.by.items() if e == REVIEW_EXP and st.startswith("setup")),
+                    key=lambda x: order.index(x[0]) if x[0] in order else len(order))
+    if setups:
+        out += ["Making it (untimed for the page, recorded): " + "; ".join(
+            "%s %s" % (st[len("setup_"):].replace("_", " "), fmt_time(r.get("wall_s")) if r["status"] == "ok"
+                       else "**%s**" % r["status"]) for st, r in setups) + ".", ""]
+    loads = [r["loadavg_1m"] for (t, e, q, st), r in ix.by.items()
+             if e == REVIEW_EXP and not st.startswith("setup") and r.get("loadavg_1m") is not None]
+    if loads:
+        out += ["1-minute load average during the measured steps: %.2f to %.2f (2 cores, shared)." % (
+            min(loads), max(loads)), ""]
+    notes = [r for (t, e, q, st), r in sorted(ix.by.items()) if e == REVIEW_EXP and r["status"] not in ("ok", "n/a")]
+    if notes:
+        out += ["What failed or was left out:", ""] + ["- `%s`: %s: %s" % (
+            r["step"], r["status"], (r.get("error") or "").replace("\n", " ").replace("|", "/")[-400:])
+            for r in notes] + [""]
+    return out
+
+
 PLATFORMS_TARGETS = [("native", "native x86-64 (glibc)"), ("x86_64-musl", "x86-64 musl"),
                      ("aarch64-qemu", "aarch64 musl under qemu-user"), ("windows-wine", "x86-64 Windows under Wine")]
 PLATFORMS_CASES = ("platforms-bigfile", "platforms-files")
@@ -4131,6 +4228,9 @@ def section(mode, per_exp, points):
 
     if ix.params(WALL_EXP):
         out += wall_section(ix, mode, per_exp[WALL_EXP]["meta"].get("config", {}))
+
+    if ix.params(REVIEW_EXP):
+        out += review_section(ix, mode, per_exp[REVIEW_EXP]["meta"].get("config", {}))
 
     if any(ix.params(e) for e in ("platforms-bigfile", "platforms-files")):
         plat_run = next(per_exp[e] for e in ("platforms-bigfile", "platforms-files") if e in per_exp)

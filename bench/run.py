@@ -20,6 +20,7 @@
     python3 bench/run.py --quick --experiments locks    # issue 71: lock/unlock over HTTP, push past 1,000 locks, vs git-lfs
     python3 bench/run.py --quick --experiments webui    # web UI in Chromium: big folder, commit, search, compare, upload
     python3 bench/run.py --quick --experiments wall --wall-before OLD_DMV  # photo wall at 390 and 1440 px, new UI and old
+    python3 bench/run.py --quick --experiments review-page  # a review of 2,000 photos, 500 comments: server and Chromium
     python3 bench/run.py --quick --experiments platforms  # commits by the x86-64, musl, aarch64 (qemu), Windows (Wine) builds
     python3 bench/run.py --quick --experiments encrypted  # push/clone: dmv plain, dmv --encrypt, sealed hub, restic (20 min)
     python3 bench/run.py --huge       # one file larger than RAM: DMV against cat and cp of it
@@ -95,10 +96,11 @@ DEFAULT_EXPERIMENTS = {"quick": ["filesize", "filecount", "status", "refs"],
 # of an encrypted bucket remote against a plain one and against restic, measured when the encryption changes; nor
 # is wall: issue 69's photo wall in Chromium at a phone's and a desktop's size, against the previous UI's binary;
 # nor is habits-text: issue 70's rows of the habits comparison alone (blame, grep, log --all, bisect; habits runs
-# them too); nor is locks: issue 71's lock latency over HTTP against git-lfs on lfs-test-server (built with go)
+# them too); nor is locks: issue 71's lock latency over HTTP against git-lfs on lfs-test-server (built with go);
+# nor is review-page: issue 72's page of a review of 2,000 photos with 500 comments, in Chromium
 ALL_EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync", "s3", "partial", "history", "web", "import",
                    "store", "attack", "availability", "hubtier", "watch", "mount", "habits", "habits-text", "locks",
-                   "webui", "wall",
+                   "webui", "wall", "review-page",
                    "platforms", "encrypted", "huge"]
 
 
@@ -332,6 +334,11 @@ def main(argv=None):
                                                 "binary units (quick and full 1G)")
     ap.add_argument("--wall-before", help="wall: the previous web UI's dmv binary (e.g. built at 4c45ba1), measured "
                                           "beside the run's; without it its rows are skipped")
+    ap.add_argument("--review-photos", type=lambda s: parse_number(s, False),
+                    help="review-page: photos the reviewed branch adds (quick and full %d; the webui photos, made "
+                         "once in WORKDIR/webui-photos)" % experiments.REVIEW_PHOTOS)
+    ap.add_argument("--review-comments", type=lambda s: parse_number(s, False),
+                    help="review-page: comments on them, one a photo (quick and full %d)" % experiments.REVIEW_COMMENTS)
     ap.add_argument("--wall-presses", type=int, help="wall: ArrowRight presses in the lightbox (default %d)" %
                     experiments.WALL_PRESSES)
     ap.add_argument("--platforms-x86-64-musl", default=os.path.join(REPO, "target", "x86_64-unknown-linux-musl",
@@ -740,6 +747,9 @@ def main(argv=None):
                             wall_sizes=[list(s) for s in experiments.WALL_SIZES],
                             wall_per_page=experiments.WALL_PER_PAGE, wall_settle_ms=experiments.WALL_SETTLE_MS,
                             wall_chrome_args=experiments.WALL_CHROME_ARGS,
+                            review_photos=args.review_photos or experiments.REVIEW_PHOTOS,
+                            review_comments=args.review_comments or experiments.REVIEW_COMMENTS,
+                            review_listed=experiments.REVIEW_LISTED, review_warm_gets=experiments.REVIEW_WARM_GETS,
                             platforms_bytes=platforms_size, platforms_files=platforms_files,
                             platforms_tries=platforms_tries, platforms_qemu=platforms_qemu,
                             platforms_qemu_version=platforms_qemu_version, platforms_dist=args.platforms_dist,
@@ -818,6 +828,9 @@ def main(argv=None):
                 experiments.webui(ctx, webui_folder, webui_commit, webui_paths, webui_upload)
             elif exp == "wall":
                 experiments.wall(ctx, webui_folder, args.wall_before, args.wall_presses or experiments.WALL_PRESSES)
+            elif exp == "review-page":
+                experiments.review_page(ctx, args.review_photos or experiments.REVIEW_PHOTOS,
+                                        args.review_comments or experiments.REVIEW_COMMENTS)
             elif exp == "platforms":
                 experiments.platforms(ctx, platforms_builds, platforms_qemu, platforms_size, platforms_files,
                                       platforms_tries, args.platforms_dist, platforms_wine)
