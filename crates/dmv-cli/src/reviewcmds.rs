@@ -402,10 +402,14 @@ pub fn review(a: ReviewArgs) -> Result<u8> {
                 MergeOutcome::UpToDate => repo.head_commit()?,
                 MergeOutcome::FastForward(at) | MergeOutcome::Merged(at) => Some(at),
                 MergeOutcome::Conflicts(paths) => {
+                    // A hub that protects the branch takes only a clean merge.
                     eprintln!(
-                        "the merge of {} conflicts in {} path(s): resolve them, commit, and land the review again",
+                        "the merge of {} conflicts in {} path(s): resolve them and commit (if the hub protects {}, merge {} into {} instead, push it for approval, and land again)",
                         r.branch,
-                        paths.len()
+                        paths.len(),
+                        r.into,
+                        r.into,
+                        r.branch
                     );
                     return Ok(1);
                 }

@@ -11,6 +11,7 @@ use common::needs::{lacks, Need};
 use common::remote::{commit_all, ok};
 use common::servers::{HttpServer, S3Server};
 use common::*;
+use dmv_repo::store::ObjectId;
 
 /// A person working in `dir`: their name signs what they write, their
 /// environment reaches their hub (a token's, a bucket's credentials).
@@ -241,6 +242,62 @@ fn comments_from_two_replicas_meet_through_a_bucket_behind_two_servers() {
         .collect();
     let carol = clone(t, "s3://review/hub", "carol", &env, &[]);
     assert_eq!(carol.comments(&["--all"]).len(), 2);
+
+    // A comment from a page of server two goes to the bucket: server one
+    // shows it, and a replica fetching from the bucket lists it as bob's.
+    let commit = ann.ok(&["rev-parse", "main"]);
+    let (status, _) = web_comment(
+        two.port,
+        "tok-bob",
+        &[
+            ("path", "photo.jpg"),
+            ("commit", commit.trim()),
+            ("at", "40,50"),
+            ("text", "from a page"),
+        ],
+    );
+    assert_eq!(status, 303, "a comment from a page is taken");
+    let (_, page) = http_get(one.port, "tok-ann", "/hub/file/main/photo.jpg");
+    assert!(page.contains("from a page"), "server one shows it");
+    carol.ok(&["fetch"]);
+    let listed = carol.comments(&["photo.jpg"]);
+    let paged = listed
+        .iter()
+        .find(|c| c["text"] == "from a page")
+        .expect("the page's comment is in the bucket");
+    assert_eq!(paged["by"]["name"], "bob");
+    assert_eq!(
+        paged["at"],
+        serde_json::json!({"on": "region", "x": 40, "y": 50, "w": 0, "h": 0})
+    );
+}
+
+/// POSTs a comment form of a review page with a bearer token: the status
+/// and the answer's head.
+fn web_comment(port: u16, token: &str, fields: &[(&str, &str)]) -> (u16, String) {
+    let body: Vec<String> = fields
+        .iter()
+        .map(|(k, v)| format!("{k}={}", v.replace(' ', "+").replace(',', "%2C")))
+        .collect();
+    let auth = format!("Bearer {token}");
+    let (status, head, _) = common::servers::http(
+        port,
+        "POST",
+        "/hub/review/comment",
+        &[
+            ("Authorization", &auth),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ],
+        body.join("&").as_bytes(),
+    );
+    (status, head)
+}
+
+fn http_get(port: u16, token: &str, path: &str) -> (u16, String) {
+    let auth = format!("Bearer {token}");
+    let (status, _, body) =
+        common::servers::http(port, "GET", path, &[("Authorization", &auth)], b"");
+    (status, body)
 }
 
 /// A comment on one version shows on later ones, marked as made on an
@@ -456,27 +513,87 @@ fn hostile_comments_are_refused_or_kept_harmless() {
     );
 }
 
+/// Where a protected main is kept: a directory behind a server (its rule
+/// in its config, `review.protect`), or a bucket behind one (the rule in
+/// the server's entry of it, `protect`).
+#[derive(Clone, Copy, PartialEq)]
+enum Kept {
+    Dir,
+    Bucket,
+}
+
 /// A hub that protects main (`review.protect main=1`) lets it move only by
 /// landing a review whose branch has an approval of its commit now, over
 /// HTTP and through a path remote alike; an approval forged under another
 /// person's name is refused at the hub, and a branch deletion too.
 #[test]
 fn a_protected_branch_moves_only_by_landing_an_approved_review() {
+    main_moves_only_by_landing_a_review(Kept::Dir);
+}
+
+/// The same rules in a bucket behind a server, the server's `protect`
+/// judging the bucket's review log and branches read from the bucket.
+#[test]
+fn a_protected_branch_in_a_bucket_moves_only_by_landing_an_approved_review() {
+    if lacks(&[Need::Minio]) {
+        return;
+    }
+    main_moves_only_by_landing_a_review(Kept::Bucket);
+}
+
+fn main_moves_only_by_landing_a_review(kept: Kept) {
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
     let hub = seeded_hub(t);
-    dmv(&hub, &["config", "review.protect", "main=1"]);
-    assert_eq!(dmv(&hub, &["config", "review.protect"]).trim(), "main=1");
-    let main_at_start = dmv(&hub, &["rev-parse", "main"]);
-    let server = HttpServer::start(
-        &format!("[repos]\nhub = \"hub\"\n{TOKENS}\"tok-mallory\" = {{ access = \"write\", user = \"mallory\" }}\n"),
-        t,
-        0,
-    );
+    let mallory_token = "\"tok-mallory\" = { access = \"write\", user = \"mallory\" }\n";
+    let credentials = [
+        ("AWS_ACCESS_KEY_ID", common::servers::MINIO_USER),
+        ("AWS_SECRET_ACCESS_KEY", common::servers::MINIO_SECRET),
+        ("AWS_REGION", "us-east-1"),
+    ];
+    let minio = (kept == Kept::Bucket).then(S3Server::minio);
+    let server = match &minio {
+        None => {
+            dmv(&hub, &["config", "review.protect", "main=1"]);
+            assert_eq!(dmv(&hub, &["config", "review.protect"]).trim(), "main=1");
+            HttpServer::start(
+                &format!("[repos]\nhub = \"hub\"\n{TOKENS}{mallory_token}"),
+                t,
+                0,
+            )
+        }
+        Some(minio) => {
+            minio.create_bucket("guarded");
+            let mut push = dmv_cmd(&t.join("seed"));
+            minio.env(&mut push);
+            ok(&push
+                .env("AWS_ENDPOINT_URL", minio.endpoint())
+                .args(["push", "s3://guarded/hub", "main"])
+                .output()
+                .unwrap());
+            let config = t.join("guard.toml");
+            std::fs::write(
+                &config,
+                format!(
+                    "[repos]\nhub = {{ url = \"s3://guarded/hub\", endpoint = \"{}\", protect = \"main=1\" }}\n{TOKENS}{mallory_token}",
+                    minio.endpoint()
+                ),
+            )
+            .unwrap();
+            HttpServer::start_with_env(&config, 0, &credentials)
+        }
+    };
     let ann = clone(t, &server.url("hub"), "ann", &[], &["--token", "tok-ann"]);
     let bob = clone(t, &server.url("hub"), "bob", &[], &["--token", "tok-bob"]);
+    // Where main is at the hub, as a third clone hears it.
+    let eve = clone(t, &server.url("hub"), "eve", &[], &["--token", "tok-bob"]);
+    let hub_main = || {
+        eve.ok(&["fetch"]);
+        eve.ok(&["rev-parse", "origin/main"])
+    };
+    let main_at_start = hub_main();
 
-    // A plain commit pushed to main, over HTTP and over a path remote: refused.
+    // A plain commit pushed to main, over HTTP (and a path remote): refused.
     std::fs::write(ann.dir.join("notes.txt"), "straight to main\n").unwrap();
     ann.ok(&["commit", "-a", "-m", "unreviewed"]);
     let err = ann.fails(&["push", "origin", "main"]);
@@ -484,8 +601,10 @@ fn a_protected_branch_moves_only_by_landing_an_approved_review() {
         err.contains("main is protected") && err.contains("nothing was changed"),
         "{err}"
     );
-    let err = ann.fails(&["push", hub.to_str().unwrap(), "main"]);
-    assert!(err.contains("main is protected"), "{err}");
+    if kept == Kept::Dir {
+        let err = ann.fails(&["push", hub.to_str().unwrap(), "main"]);
+        assert!(err.contains("main is protected"), "{err}");
+    }
     assert!(ann
         .fails(&["push", "origin", "--delete", "main"])
         .contains("main is protected"));
@@ -495,7 +614,7 @@ fn a_protected_branch_moves_only_by_landing_an_approved_review() {
         code >= 400 && body.contains("main is protected"),
         "{code} {body}"
     );
-    assert_eq!(dmv(&hub, &["rev-parse", "main"]), main_at_start);
+    assert_eq!(hub_main(), main_at_start);
 
     // The same change as a review, asked of bob.
     ann.ok(&["branch", "tidy"]);
@@ -544,14 +663,66 @@ fn a_protected_branch_moves_only_by_landing_an_approved_review() {
     ann.ok(&["fetch"]);
     ann.ok(&["review", "land", &id]);
     ann.ok(&["push", "origin", "main"]);
-    assert_eq!(
-        dmv(&hub, &["rev-parse", "main"]),
-        ann.ok(&["rev-parse", "tidy"])
+    assert_eq!(hub_main(), ann.ok(&["rev-parse", "tidy"]));
+
+    // A second review, from before the first landed, lands as a merge:
+    // the merge alone is taken, not the merge with a change of its own.
+    ann.ok(&["checkout", "-b", "more", main_at_start.trim()]);
+    std::fs::write(ann.dir.join("more.txt"), "reviewed\n").unwrap();
+    ann.ok(&["add", "more.txt"]);
+    ann.ok(&["commit", "-m", "more"]);
+    ann.ok(&["push", "origin", "more"]);
+    let more = Person::id_of(&ann.ok(&[
+        "review",
+        "create",
+        "more",
+        "--into",
+        "main",
+        "--reviewer",
+        "bob",
+    ]));
+    ann.ok(&["push"]);
+    bob.ok(&["pull"]);
+    bob.ok(&["review", "approve", &more]);
+    bob.ok(&["push"]);
+    ann.ok(&["checkout", "main"]);
+    ann.ok(&["fetch"]);
+    // Merged by hand, so the hub judges the merge against the open review.
+    ann.ok(&["merge", "more", "-m", "Merge more"]);
+    let merge = ann.ok(&["rev-parse", "HEAD"]);
+    std::fs::write(ann.dir.join("notes.txt"), "slipped in\n").unwrap();
+    ann.ok(&["commit", "-a", "--amend", "--no-edit"]);
+    let err = ann.fails(&["push", "origin", "main"]);
+    assert!(
+        err.contains("main is protected") && err.contains("changes notes.txt itself"),
+        "{err}"
     );
-    assert_eq!(
-        std::fs::read_to_string(hub.join("../ann/notes.txt")).unwrap(),
-        "straight to main\n"
-    );
+    ann.ok(&["reset", "--hard", merge.trim()]);
+    ann.ok(&["push", "origin", "main"]);
+    assert_eq!(hub_main(), merge);
+    assert_eq!(ann.ok(&["show", "main:notes.txt"]), "straight to main\n");
+
+    // A writer sending the review log back to an older value (dropping the
+    // approvals and the landing) is answered as if it had moved: the log
+    // at the hub keeps every entry.
+    eve.ok(&["fetch"]);
+    let id_of = |rev: &str| ObjectId::from_hex(eve.ok(&["rev-parse", rev]).trim()).unwrap();
+    let (tip, older) = (id_of("refs/meta/review"), id_of("refs/meta/review~1"));
+    let repo = dmv_repo::Repository::open(&eve.dir).unwrap();
+    let mut spec = dmv_sync::RemoteSpec::parse(&server.url("hub")).unwrap();
+    spec.token = Some("tok-bob".into());
+    let mut remote = spec.connect().unwrap();
+    let back = dmv_sync::PushRef {
+        name: "refs/meta/review".into(),
+        expected: Some(tip),
+        new: Some(older),
+    };
+    match dmv_sync::send_objects(&repo, remote.as_mut(), &[back], &[tip], &dmv_repo::Silent) {
+        Err(dmv_sync::SyncError::Rejected { found, .. }) => assert_eq!(found, Some(tip)),
+        other => panic!("a log moved back was not answered as moved: {other:?}"),
+    }
+    eve.ok(&["fetch"]);
+    assert_eq!(id_of("refs/meta/review"), tip);
 }
 
 /// A browser's upload of one file into main, as ann: the commit's status and body.

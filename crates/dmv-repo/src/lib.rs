@@ -61,7 +61,7 @@ pub use history::tree::{diff_flat, Change, ChangeKind, FlatEntry, FlatTree};
 pub use history::tree_diff::{
     diff_trees, find_renames, refuse_unholdable_paths_between, visit_changes_between, Listed,
 };
-pub use history::union_log::{LogEntry, MAX_LOG_ENTRY_BYTES};
+pub use history::union_log::{log_commits, log_entries_read_by, LogEntry, MAX_LOG_ENTRY_BYTES};
 pub use merge::kept_both::KeptBoth;
 pub use merge::merge_state::{ConflictStatus, MergeKind, MergePhase, MergeState, MergeStatus};
 pub use merge::merging::{ConflictedPath, FastForward, Mended, MergeOutcome, Squashed};
@@ -93,8 +93,8 @@ pub use replica::audit::{
 };
 pub use replica::availability::{FileAvailability, UnderCopied};
 pub use replica::grants::{
-    refuse_moves_outside_grant, Breach, GrantObjects, RefMove, WriteGrant, MAX_WRITE_PATTERNS,
-    MAX_WRITE_PATTERN_BYTES,
+    first_change_of_its_own, refuse_moves_outside_grant, Breach, GrantObjects, RefMove, WriteGrant,
+    MAX_WRITE_PATTERNS, MAX_WRITE_PATTERN_BYTES,
 };
 pub use replica::location_claims::{
     check_claims, TreeClaim, WithClaims, MAX_CLAIMED_TREES, MAX_CLAIMS,
@@ -106,7 +106,7 @@ pub use replica::locations::{
 };
 pub use replica::locks::{
     check_lock_path, refuse_moves_over_locks, release_locks, take_locks, HeldLocks, KnownLocks,
-    LockStore, LockTable, PathLock,
+    LockStore, LockTable, PathLock, RepoObjects,
 };
 pub use repository::attributes::{Lockable, ATTRIBUTES_FILE};
 pub use repository::config::{global_path, Config, GlobalSettings, RemoteConfig, Upstream};
@@ -114,7 +114,7 @@ pub use repository::handles::{Copies, History, Locks, Maintenance, Merges, Workt
 pub use repository::refs::{validate_ref_name, Head, RefBackend, RefUpdate, Reftable};
 pub use repository::repo::Repository;
 pub use repository::requires::REQUIREMENTS;
-pub use repository::settings::{canonical_key, KEYS as SETTING_KEYS};
+pub use repository::settings::{canonical_key, protected_branches, KEYS as SETTING_KEYS};
 pub use repository::slice::{is_rule_file, BadSlice, PathFilter, Slice, RULE_FILES};
 pub use repository::wlock::{WorktreeGuard, WorktreeLock};
 pub use resolution::Resolution;

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use dmv_repo::ref_names::REVIEW_LOG;
 use dmv_repo::store::ObjectId;
-use dmv_repo::Repository;
+use dmv_repo::{LogEntry, Repository};
 use serde::Serialize;
 
 use crate::anchor::Anchor;
@@ -127,6 +127,11 @@ impl Board {
     /// Reads the repository's review log, at most `max_events` events.
     pub fn read(repo: &Repository, max_events: usize) -> ReviewResult<Board> {
         let entries = repo.history().log_entries(REVIEW_LOG, max_events)?;
+        Ok(Board::from_entries(entries))
+    }
+
+    /// What the log's `entries` (oldest first) say.
+    pub fn from_entries(entries: Vec<LogEntry>) -> Board {
         let mut board = Board::default();
         let mut comment_at: HashMap<ObjectId, usize> = HashMap::new();
         let mut review_at: HashMap<ObjectId, usize> = HashMap::new();
@@ -221,7 +226,7 @@ impl Board {
                 }
             }
         }
-        Ok(board)
+        board
     }
 
     /// The comment whose id starts with `prefix` (at least 4 hex digits).

@@ -31,4 +31,6 @@ pub use error::{ReviewError, ReviewResult};
 pub use event::{
     Event, Pinned, EVENT_FORMAT, MAX_NAME_BYTES, MAX_REVIEWERS, MAX_TEXT_BYTES, MAX_TITLE_BYTES,
 };
-pub use protect::{counted_approvals, refuse_approvals_of_others, refuse_unreviewed_move};
+pub use protect::{
+    counted_approvals, refuse_approvals_of_others, refuse_unreviewed_move, HubRepo, ReviewedHub,
+};

@@ -1,18 +1,70 @@
 //! The rules a hub keeps for review: a protected branch (`review.protect`
-//! in the hub's config) moves only by landing a review that has the
-//! approvals it asks for, whatever route the move takes (a push, a
-//! browser's upload, a merge); and an approval reaching the hub must be
-//! its pusher's own, so a name in the log is not taken on trust.
+//! in a directory hub's config, `protect` in a server's entry of a bucket)
+//! moves only by landing a review that has the approvals it asks for,
+//! whatever route the move takes (a push, a browser's upload, a merge);
+//! and an approval reaching the hub must be its pusher's own, so a name in
+//! the log is not taken on trust. The rules read a hub through
+//! [`ReviewedHub`]: a repository on the server's disk, or a bucket read an
+//! object at a time.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
 use dmv_repo::ref_names::{branch_ref, REVIEW_LOG};
-use dmv_repo::store::ObjectId;
-use dmv_repo::Repository;
+use dmv_repo::store::object::Commit;
+use dmv_repo::store::{ObjectId, ObjectKind};
+use dmv_repo::{
+    first_change_of_its_own, log_commits, log_entries_read_by, GrantObjects, RepoObjects,
+    RepoResult, Repository,
+};
 
 use crate::board::{Board, Review, ReviewState, DEFAULT_MAX_EVENTS};
 use crate::error::{ReviewError, ReviewResult};
 use crate::event::Event;
+
+/// What the review rules read of a hub: its rules and refs, and its
+/// commits and trees (as the rules of grants read them).
+pub trait ReviewedHub: GrantObjects {
+    /// The protected branches (short names), each with the approvals it asks.
+    fn protected_branches(&self) -> &BTreeMap<String, u32>;
+    /// The ref `name` (a full name), None when absent.
+    fn ref_tip(&self, name: &str) -> RepoResult<Option<ObjectId>>;
+}
+
+/// A hub that is a repository on the server's disk.
+pub struct HubRepo<'r>(pub &'r Repository);
+
+impl GrantObjects for HubRepo<'_> {
+    fn commit(&self, id: &ObjectId) -> RepoResult<(ObjectId, Commit)> {
+        RepoObjects(self.0).commit(id)
+    }
+
+    fn tree_node(&self, id: &ObjectId) -> RepoResult<dmv_repo::store::object::TreeNode> {
+        RepoObjects(self.0).tree_node(id)
+    }
+}
+
+impl ReviewedHub for HubRepo<'_> {
+    fn protected_branches(&self) -> &BTreeMap<String, u32> {
+        &self.0.config.protected_branches
+    }
+
+    fn ref_tip(&self, name: &str) -> RepoResult<Option<ObjectId>> {
+        self.0.refs.get(name)
+    }
+}
+
+/// A log commit read as itself: a review log holds no tags.
+fn log_commit(hub: &impl ReviewedHub, id: &ObjectId) -> RepoResult<Commit> {
+    let (found, commit) = hub.commit(id)?;
+    if found != *id {
+        return Err(dmv_repo::RepoError::MalformedObject {
+            kind: ObjectKind::Commit.name(),
+            id: *id,
+            detail: "a log entry must be a commit".into(),
+        });
+    }
+    Ok(commit)
+}
 
 /// The approvals of `review` that count at its branch's commit `tip`: each
 /// person once, a named reviewer when it names any, never its author.
@@ -33,12 +85,12 @@ pub fn counted_approvals(review: &Review, tip: &ObjectId) -> usize {
 /// has the approvals the rule asks for, or a merge of exactly `old` and
 /// that commit. A protected branch is never deleted.
 pub fn refuse_unreviewed_move(
-    repo: &Repository,
+    hub: &impl ReviewedHub,
     branch: &str,
     old: Option<ObjectId>,
     new: Option<ObjectId>,
 ) -> ReviewResult<()> {
-    let Some(&required) = repo.config.protected_branches.get(branch) else {
+    let Some(&required) = hub.protected_branches().get(branch) else {
         return Ok(());
     };
     let required = required as usize;
@@ -50,19 +102,35 @@ pub fn refuse_unreviewed_move(
     let Some(new) = new else {
         return refuse("this would delete it".into());
     };
-    let board = Board::read(repo, DEFAULT_MAX_EVENTS)?;
-    let parents = repo.commit(&new)?.parents;
+    let board = match hub.ref_tip(REVIEW_LOG)? {
+        Some(tip) => Board::from_entries(log_entries_read_by(tip, DEFAULT_MAX_EVENTS, |id| {
+            log_commit(hub, id)
+        })?),
+        None => Board::default(),
+    };
+    let parents = hub.commit(&new)?.1.parents;
     let mut short_of = None;
     for review in board.reviews.iter().filter(|r| r.into == branch) {
         if !matches!(review.state, ReviewState::Open) && review.state != ReviewState::Landed(new) {
             continue;
         }
-        let Some(tip) = repo.refs.get(&branch_ref(&review.branch))? else {
+        let Some(tip) = hub.ref_tip(&branch_ref(&review.branch))? else {
             continue;
         };
-        let lands = new == tip || old.is_some_and(|o| parents == [o, tip]);
-        if !lands {
+        let merged = old.is_some_and(|o| parents == [o, tip]);
+        if new != tip && !merged {
             continue;
+        }
+        // A landing merge holds what a clean merge would: nothing unapproved.
+        if merged {
+            if let Some(path) = first_change_of_its_own(hub, &new)? {
+                return refuse(format!(
+                    "the merge {} of review {}'s branch changes {path} itself (merge {branch} into {} instead, and have that approved)",
+                    new.short(),
+                    review.id.short(),
+                    review.branch
+                ));
+            }
         }
         let counted = counted_approvals(review, &tip);
         if counted >= required {
@@ -81,26 +149,23 @@ pub fn refuse_unreviewed_move(
 /// `pusher`'s (an unknown pusher may bring none): the hub vouches for the
 /// approvals that open its protected branches.
 pub fn refuse_approvals_of_others(
-    repo: &Repository,
+    hub: &impl ReviewedHub,
     old: Option<ObjectId>,
     new: ObjectId,
     pusher: Option<&str>,
 ) -> ReviewResult<()> {
     // Approvals matter to a hub only where they open a protected branch;
     // elsewhere they are advice, and replicas pass each other's on.
-    if repo.config.protected_branches.is_empty() {
+    if hub.protected_branches().is_empty() {
         return Ok(());
     }
-    let history = repo.history();
     let known: HashSet<ObjectId> = match old {
-        Some(old) => history
-            .entries_from(old, DEFAULT_MAX_EVENTS)?
-            .into_iter()
-            .map(|e| e.id)
+        Some(old) => log_commits(old, DEFAULT_MAX_EVENTS, |id| log_commit(hub, id))?
+            .into_keys()
             .collect(),
         None => HashSet::new(),
     };
-    for entry in history.entries_from(new, DEFAULT_MAX_EVENTS)? {
+    for entry in log_entries_read_by(new, DEFAULT_MAX_EVENTS, |id| log_commit(hub, id))? {
         if known.contains(&entry.id) {
             continue;
         }

@@ -4,9 +4,10 @@
 //! its branches and tags those of the bucket, brought up to date before a
 //! page is made (at most once a second: a page's thumbnails do not each
 //! list the bucket), and a file's data fetched the first time a page
-//! reads it (a thumbnail, a download, a README). Nothing goes back to the
-//! bucket: the view is no replica of the repository's (it is in no
-//! location log), only the server's cache, thrown away when it grows past
+//! reads it (a thumbnail, a download, a README). Only a comment written
+//! from a page goes back to the bucket (its review log, joined and sent
+//! as a push sends it): the view is no replica of the repository's (it is
+//! in no location log), only the server's cache, thrown away when it grows past
 //! [`VIEW_DATA_BUDGET`] or the server stops. Every server of a bucket keeps
 //! its own, so any of them shows the same pages.
 
@@ -141,6 +142,27 @@ impl BucketViews {
         fetched.is_ok()
     }
 
+    /// Writes a comment, reply, resolve or approval from a page (`write`,
+    /// into the view) and sends the view's review log to the bucket. The
+    /// answer is the page's; a log the bucket did not take is an error, so
+    /// nobody is told their comment is kept when only this cache holds it.
+    pub fn change_review(
+        &self,
+        name: &str,
+        place: &BucketPlace,
+        write: impl FnOnce(&Repository) -> dmv_web::Reply,
+    ) -> Result<(dmv_web::Reply, Repository), String> {
+        let view = self.view(name, place)?;
+        let repo = Repository::open(view.dir()).map_err(|e| e.to_string())?;
+        let reply = write(&repo);
+        if matches!(reply, dmv_web::Reply::Redirect(_)) {
+            let mut bucket = place.connect()?;
+            dmv_sync::send_union_logs(&repo, &mut bucket).map_err(|e| e.to_string())?;
+            self.outdated(name);
+        }
+        Ok((reply, repo))
+    }
+
     /// Makes the next page of `name` read the bucket's refs again (a
     /// commit just moved one).
     pub fn outdated(&self, name: &str) {
@@ -197,7 +219,8 @@ fn copy_locks(repo: &Repository, bucket: &mut BucketRemote) -> Result<(), String
 }
 
 /// Moves the view's branches and tags to the bucket's, fetching the
-/// commits and trees they reach, and points HEAD where the bucket's does.
+/// commits and trees they reach, joins the bucket's union logs into its
+/// own, and points HEAD where the bucket's does.
 fn follow_refs(repo: &Repository, bucket: &mut BucketRemote) -> Result<(), String> {
     let e = |e: dmv_sync::SyncError| e.to_string();
     let listed = bucket.list_refs().map_err(e)?;
@@ -236,6 +259,9 @@ fn follow_refs(repo: &Repository, bucket: &mut BucketRemote) -> Result<(), Strin
         })
         .map_err(e)?;
     }
+    // The review log too: the pages show its comments, and a comment
+    // written here is joined to it before it is sent back.
+    dmv_sync::join_union_logs(repo, bucket, &listed.refs).map_err(e)?;
     if let Some(head) = listed.head {
         repo.set_head(&Head::Branch(head))
             .map_err(|e| e.to_string())?;

@@ -63,6 +63,7 @@ pub(crate) fn authorize_token(
             .map_or_else(dmv_repo::WriteGrant::everything, |e| config.write_grant(e)),
         events: dmv_sync::Events::default(),
         pre_receive: None,
+        bucket_protects: Default::default(),
     };
     if writes {
         return match access {

@@ -520,6 +520,7 @@ async fn rpc(
         Ok(caller) => Caller {
             events: state.webhooks.events_for(&name),
             pre_receive: state.config.pre_receive_for(&name),
+            bucket_protects: state.config.bucket_protects_for(&name),
             ..caller
         },
         Err(refused) => return refused,

@@ -295,6 +295,12 @@ pub enum RepoPlace {
         /// Without one an encrypted repository is refused, saying why.
         #[serde(default)]
         identity: Option<PathBuf>,
+        /// Branches that move only by landing an approved review,
+        /// `"main=1 release=2"` as a directory hub's `review.protect`.
+        /// Every server of the bucket must say the same: the rule is
+        /// theirs, not the bucket's.
+        #[serde(default)]
+        protect: Option<String>,
     },
     /// A repository this server cannot read, `{ sealed = "DIR" }`: the
     /// folder keeps what the clients of an encrypted remote sealed (they
@@ -428,6 +434,17 @@ impl ServerConfig {
         }
         if config.repos.is_empty() {
             return refuse("no [repos] to serve".into());
+        }
+        for (name, place) in &config.repos {
+            if let RepoPlace::Bucket {
+                protect: Some(rule),
+                ..
+            } = place
+            {
+                if let Err(e) = dmv_repo::protected_branches("protect", Some(rule)) {
+                    return refuse(format!("[repos] {name}: {e}"));
+                }
+            }
         }
         if let Some(command) = &mut config.pre_receive {
             if command.is_empty()
@@ -604,6 +621,16 @@ impl ServerConfig {
     /// in ACLs, which this does not read: there it says no.
     pub fn readable_by_others(path: &Path) -> bool {
         std::fs::metadata(path).is_ok_and(|m| cfg!(unix) && dmv_os::mode_of(&m) & 0o077 != 0)
+    }
+
+    /// The branches the servers of bucket repository `repo` protect
+    /// (none for a directory: it keeps its own rule; checked at start).
+    pub(crate) fn bucket_protects_for(&self, repo: &str) -> Arc<BTreeMap<String, u32>> {
+        let rule = match self.repos.get(repo) {
+            Some(RepoPlace::Bucket { protect, .. }) => protect.as_deref(),
+            _ => None,
+        };
+        Arc::new(dmv_repo::protected_branches("protect", rule).unwrap_or_default())
     }
 
     /// The pre-receive hook as the requests to repository `repo` run it.

@@ -108,6 +108,7 @@ fn writer(
             write: write_grant_of(state, headers),
             events: dmv_sync::Events::default(),
             pre_receive: None,
+            bucket_protects: Default::default(),
         },
         owner,
     ))
@@ -362,6 +363,7 @@ async fn commit_uploads(
             Caller {
                 events: state.webhooks.events_for(&repo),
                 pre_receive: state.config.pre_receive_for(&repo),
+                bucket_protects: state.config.bucket_protects_for(&repo),
                 ..caller
             },
             owner,

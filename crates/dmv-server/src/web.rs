@@ -1018,9 +1018,8 @@ async fn change_lock(
 /// A comment, reply, resolve or approval from a page: a session's form
 /// must come from our pages and carry its secret, as a lock form does; the
 /// event is written signed with the token's user (dmv-web refuses a token
-/// without one, or a read token). A repository kept in a bucket is shown
-/// through a replica of its metadata that the bucket does not read back:
-/// its review log is written by clones (fetch and push carry it), not here.
+/// without one, or a read token). In a repository kept in a bucket it is
+/// written into the server's view and the view's log sent to the bucket.
 async fn change_review(
     State(state): State<Shared>,
     Extension(peer): Extension<Peer>,
@@ -1046,23 +1045,19 @@ async fn change_review(
         }
     }
     let source = match source_of(&state, &name) {
-        Ok(Source::Dir(dir)) => dir,
-        Ok(Source::Bucket(_)) => {
-            return (
-                StatusCode::NOT_IMPLEMENTED,
-                Html(format!(
-                    "{} is kept in a bucket: comment from a clone, whose push carries the comments there",
-                    html_text(&name)
-                )),
-            )
-                .into_response()
-        }
+        Ok(source) => source,
         Err(refused) => return refused,
     };
+    let shared = state.clone();
     let answered = tokio::task::spawn_blocking(move || {
-        let repo = Repository::open(&source).map_err(|e| e.to_string())?;
-        let reply = dmv_web::change_review(&repo, &name, action, &form, &viewer);
-        Ok::<_, String>((reply, repo))
+        let write = |repo: &Repository| dmv_web::change_review(repo, &name, action, &form, &viewer);
+        match source {
+            Source::Dir(dir) => {
+                let repo = Repository::open(&dir).map_err(|e| e.to_string())?;
+                Ok::<_, String>((write(&repo), repo))
+            }
+            Source::Bucket(place) => shared.bucket_views.change_review(&name, &place, write),
+        }
     })
     .await;
     match answered {

@@ -146,32 +146,7 @@ impl History<'_> {
 
     /// The entries the log whose tip is `tip` holds (see [`History::log_entries`]).
     pub fn entries_from(&self, tip: ObjectId, max_entries: usize) -> RepoResult<Vec<LogEntry>> {
-        // Joins are not entries, but they are commits read: bounded too.
-        let max_commits = max_entries.saturating_mul(2).saturating_add(1);
-        let mut commits: HashMap<ObjectId, Commit> = HashMap::new();
-        let mut todo = vec![tip];
-        let mut entries = 0usize;
-        while let Some(id) = todo.pop() {
-            if commits.contains_key(&id) {
-                continue;
-            }
-            if commits.len() == max_commits {
-                return Err(RepoError::Log(format!(
-                    "the log holds more than {max_commits} commits"
-                )));
-            }
-            let commit = self.commit(&id)?;
-            if !commit.message.is_empty() {
-                entries += 1;
-                if entries > max_entries {
-                    return Err(RepoError::Log(format!(
-                        "the log holds more than {max_entries} entries"
-                    )));
-                }
-            }
-            todo.extend(commit.parents.iter().filter(|p| !commits.contains_key(p)));
-            commits.insert(id, commit);
-        }
+        let commits = log_commits(tip, max_entries, |id| self.commit(id))?;
         Ok(in_causal_order(commits))
     }
 
@@ -192,6 +167,53 @@ impl History<'_> {
             "{log} kept moving under {RACE_TRIES} tries; try again"
         ))
     }
+}
+
+/// The commits of the log whose tip is `tip` (its entries and its joins),
+/// each read by `read`: a repository's store, or a bucket a server fronts.
+/// More than `max_entries` entries (or twice as many commits) is an error.
+pub fn log_commits(
+    tip: ObjectId,
+    max_entries: usize,
+    mut read: impl FnMut(&ObjectId) -> RepoResult<Commit>,
+) -> RepoResult<HashMap<ObjectId, Commit>> {
+    // Joins are not entries, but they are commits read: bounded too.
+    let max_commits = max_entries.saturating_mul(2).saturating_add(1);
+    let mut commits: HashMap<ObjectId, Commit> = HashMap::new();
+    let mut todo = vec![tip];
+    let mut entries = 0usize;
+    while let Some(id) = todo.pop() {
+        if commits.contains_key(&id) {
+            continue;
+        }
+        if commits.len() == max_commits {
+            return Err(RepoError::Log(format!(
+                "the log holds more than {max_commits} commits"
+            )));
+        }
+        let commit = read(&id)?;
+        if !commit.message.is_empty() {
+            entries += 1;
+            if entries > max_entries {
+                return Err(RepoError::Log(format!(
+                    "the log holds more than {max_entries} entries"
+                )));
+            }
+        }
+        todo.extend(commit.parents.iter().filter(|p| !commits.contains_key(p)));
+        commits.insert(id, commit);
+    }
+    Ok(commits)
+}
+
+/// The entries of the log whose tip is `tip`, oldest first, each commit
+/// read by `read` (see [`log_commits`]).
+pub fn log_entries_read_by(
+    tip: ObjectId,
+    max_entries: usize,
+    read: impl FnMut(&ObjectId) -> RepoResult<Commit>,
+) -> RepoResult<Vec<LogEntry>> {
+    Ok(in_causal_order(log_commits(tip, max_entries, read)?))
 }
 
 /// The entries of `commits` (a whole log) oldest first, in an order every

@@ -301,6 +301,16 @@ fn first_change_outside(
     Ok(None)
 }
 
+/// The first path commit `id` changes beyond what a clean merge of its
+/// parents holds (None: nothing of its own): a merge that lands a review
+/// must be that merge, not the merge and a change nobody approved.
+pub fn first_change_of_its_own(
+    objects: &dyn GrantObjects,
+    id: &ObjectId,
+) -> RepoResult<Option<String>> {
+    change_outside(&WriteGrant::nothing(), objects, id)
+}
+
 fn short_name(name: &str) -> &str {
     name.strip_prefix(crate::ref_names::BRANCHES)
         .or_else(|| name.strip_prefix(crate::ref_names::TAGS))

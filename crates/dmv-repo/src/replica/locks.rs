@@ -492,8 +492,9 @@ impl Locks<'_> {
     }
 }
 
-/// A repository's own objects, as the lock rules read them.
-struct RepoObjects<'r>(&'r crate::Repository);
+/// A repository's own objects, as the rules of locks, grants and review
+/// read them.
+pub struct RepoObjects<'r>(pub &'r crate::Repository);
 
 impl GrantObjects for RepoObjects<'_> {
     fn commit(&self, id: &ObjectId) -> RepoResult<(ObjectId, Commit)> {

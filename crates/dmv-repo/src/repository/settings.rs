@@ -228,8 +228,9 @@ pub const MAX_PROTECTED_BRANCHES: usize = 64;
 /// Approvals a protected branch may ask for, at most.
 pub const MAX_REQUIRED_APPROVALS: u32 = 64;
 
-/// `review.protect`: `BRANCH=APPROVALS` pairs separated by spaces or commas.
-fn protected_branches(key: &str, value: Option<&str>) -> RepoResult<BTreeMap<String, u32>> {
+/// `review.protect`: `BRANCH=APPROVALS` pairs separated by spaces or
+/// commas (`key` names the setting in a refusal).
+pub fn protected_branches(key: &str, value: Option<&str>) -> RepoResult<BTreeMap<String, u32>> {
     let mut rules = BTreeMap::new();
     for pair in value
         .unwrap_or("")

@@ -11,8 +11,8 @@ use crate::operations::send::{find_missing, upload};
 use crate::protocol::WireRefUpdate;
 use crate::serving::audit::record_in_bucket;
 use crate::serving::relay::{
-    refuse_changes_to_others_locks, refuse_unholdable_paths, refuse_writes_outside_grant,
-    run_hook_on_bucket,
+    refuse_changes_to_others_locks, refuse_unholdable_paths, refuse_unreviewed_in_bucket,
+    refuse_writes_outside_grant, run_hook_on_bucket,
 };
 use crate::serving::upload::{
     checked, commit_on, kept_moving, store_files, unchanged, upload_event, UploadCommit, Uploaded,
@@ -76,6 +76,7 @@ pub fn commit_uploaded_to_bucket(
             refuse_unholdable_paths(bucket, &updates)?;
             refuse_changes_to_others_locks(bucket, caller, &updates)?;
             refuse_writes_outside_grant(bucket, caller, &updates)?;
+            refuse_unreviewed_in_bucket(bucket, caller, &updates)?;
             bucket.update_refs(updates.clone(), &who, "upload")
         });
         match moved {

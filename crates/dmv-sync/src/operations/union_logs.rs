@@ -87,3 +87,22 @@ pub(crate) fn push_union_logs(
     }
     Ok(sent)
 }
+
+/// Joins the union logs among `remote_refs` (a listing of `remote`'s refs)
+/// into ours: [`fetch_union_logs`] for a caller that listed them already (a
+/// server's view of a bucket following it).
+pub fn join_union_logs(
+    repo: &Repository,
+    remote: &mut dyn Remote,
+    remote_refs: &[(String, ObjectId)],
+) -> SyncResult<Vec<String>> {
+    fetch_union_logs(repo, remote, remote_refs, &dmv_repo::Silent)
+}
+
+/// Sends our union logs to `remote` where it lacks entries, joining its
+/// own first ([`push_union_logs`] without the rest of a push: a comment a
+/// server wrote from a page into its view of a bucket).
+pub fn send_union_logs(repo: &Repository, remote: &mut dyn Remote) -> SyncResult<Vec<String>> {
+    let refs: BTreeMap<String, ObjectId> = remote.list_refs()?.refs.into_iter().collect();
+    push_union_logs(repo, remote, &refs, &dmv_repo::Silent)
+}

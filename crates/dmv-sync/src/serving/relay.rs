@@ -12,7 +12,7 @@
 //! moves only to a commit the bucket holds, and not past someone else's
 //! lock on a path it changes.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{BufReader, BufWriter, Read, Seek, Write};
 
 use dmv_repo::store::object::{decode, Commit, Tag, TreeNode};
@@ -30,12 +30,14 @@ use crate::serving::audit::{audit_ref, record_in_bucket};
 use crate::serving::pre_receive::run_pre_receive;
 use crate::serving::serve::{
     answer_as_allowed, caller_label, caller_name, drop_detail, io_lost, path_event,
-    refuse_locks_outside_grant, server_version, Caller, MAX_CONTENT_LOCK_SECONDS,
+    refuse_locks_outside_grant, refuse_unreviewed_moves, server_version, Caller,
+    MAX_CONTENT_LOCK_SECONDS,
 };
 use crate::transport::bucket_remote::BucketRemote;
 use crate::transport::remote::{Received, Remote};
 use crate::{Refusal, SyncError, SyncResult, Violation};
 use dmv_repo::ref_names::{BRANCHES, TAGS, UNION_LOGS};
+use dmv_review::ReviewedHub;
 
 /// Answers one request from the bucket. Errors the client should see are
 /// sent as an `Error` response; only a broken connection is returned.
@@ -121,6 +123,21 @@ fn answer<R: Read, W: Write>(
                         name: u.name.clone(),
                     }));
                 }
+                // A union log only grows: a value that drops entries is
+                // answered as a moved ref, as a directory hub answers it.
+                if log && !log_move_keeps_entries(bucket, u.old, u.new)? {
+                    let found = bucket
+                        .list_refs()?
+                        .refs
+                        .into_iter()
+                        .find_map(|(n, id)| (n == u.name).then_some(id));
+                    return out
+                        .message(&Response::Rejected {
+                            name: u.name.clone(),
+                            found,
+                        })
+                        .map_err(io_lost);
+                }
                 if let Some(new) = u.new {
                     match bucket.kind_and_len(&new)?.map(|(kind, _)| kind) {
                         Some(kind) if ref_may_hold(&u.name, kind) => {}
@@ -148,6 +165,7 @@ fn answer<R: Read, W: Write>(
                     refuse_unholdable_paths(bucket, &updates)?;
                     refuse_changes_to_others_locks(bucket, caller, &updates)?;
                     refuse_writes_outside_grant(bucket, caller, &updates)?;
+                    refuse_unreviewed_in_bucket(bucket, caller, &updates)?;
                     dmv_repo::store::failpoint("relay-locks-checked");
                     bucket.update_refs(updates, &who, &message)
                 }),
@@ -311,6 +329,76 @@ fn moves_of(updates: &[WireRefUpdate]) -> Vec<RefMove<'_>> {
             new: u.new,
         })
         .collect()
+}
+
+/// Whether moving a union log from `old` to `new` keeps every entry `old`
+/// holds (never deleted; moved only to a value whose history holds `old`),
+/// its commits read from the bucket.
+fn log_move_keeps_entries(
+    bucket: &mut BucketRemote,
+    old: Option<ObjectId>,
+    new: Option<ObjectId>,
+) -> SyncResult<bool> {
+    let (old, new) = match (old, new) {
+        (_, None) => return Ok(false),
+        (None, Some(_)) => return Ok(true),
+        (Some(old), Some(new)) => (old, new),
+    };
+    if bucket.kind_and_len(&new)?.is_none() {
+        return Ok(false);
+    }
+    let objects = BucketObjects(std::cell::RefCell::new(bucket));
+    let commits = dmv_repo::log_commits(new, dmv_review::DEFAULT_MAX_EVENTS, |id| {
+        Ok(objects.commit(id)?.1)
+    })?;
+    Ok(commits.contains_key(&old))
+}
+
+/// The review rules (`serve::refuse_unreviewed_moves`) for a bucket whose
+/// servers protect branches, the review log and branches read from it.
+pub(crate) fn refuse_unreviewed_in_bucket(
+    bucket: &mut BucketRemote,
+    caller: &Caller,
+    updates: &[WireRefUpdate],
+) -> SyncResult<()> {
+    if caller.bucket_protects.is_empty() {
+        return Ok(());
+    }
+    let refs: HashMap<String, ObjectId> = bucket.list_refs()?.refs.into_iter().collect();
+    let hub = BucketHub {
+        objects: BucketObjects(std::cell::RefCell::new(bucket)),
+        refs,
+        protects: &caller.bucket_protects,
+    };
+    refuse_unreviewed_moves(&hub, caller, &moves_of(updates))
+}
+
+/// A bucket as the review rules read it: its refs as listed at the move,
+/// its objects one at a time, its servers' rule.
+struct BucketHub<'b> {
+    objects: BucketObjects<'b>,
+    refs: HashMap<String, ObjectId>,
+    protects: &'b BTreeMap<String, u32>,
+}
+
+impl GrantObjects for BucketHub<'_> {
+    fn commit(&self, id: &ObjectId) -> RepoResult<(ObjectId, Commit)> {
+        self.objects.commit(id)
+    }
+
+    fn tree_node(&self, id: &ObjectId) -> RepoResult<TreeNode> {
+        BucketObjects::tree_node(&self.objects, id)
+    }
+}
+
+impl ReviewedHub for BucketHub<'_> {
+    fn protected_branches(&self) -> &BTreeMap<String, u32> {
+        self.protects
+    }
+
+    fn ref_tip(&self, name: &str) -> RepoResult<Option<ObjectId>> {
+        Ok(self.refs.get(name).copied())
+    }
 }
 
 /// Runs the caller's pre-receive hook on `updates` (`run_pre_receive`,

@@ -5,7 +5,7 @@
 use std::io::{Read, Write};
 use std::path::Path;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use dmv_repo::store::object::{Commit, Tag, TreeNode};
@@ -27,6 +27,7 @@ use crate::serving::pre_receive::{run_pre_receive, PreReceive};
 use crate::TransportError;
 use crate::{Refusal, SyncError, SyncResult, Violation};
 use dmv_repo::ref_names::{BRANCHES, REMOTE_BRANCHES, REVIEW_LOG, TAGS, UNION_LOGS};
+use dmv_review::{HubRepo, ReviewedHub};
 
 /// The protocol version this server announces (tests override it to check
 /// how a mismatch is reported).
@@ -52,6 +53,10 @@ pub struct Caller {
     pub events: Events,
     /// The command that may refuse this caller's ref moves (None: no hook).
     pub pre_receive: Option<Arc<PreReceive>>,
+    /// The branches a bucket's servers protect (their `protect`), each
+    /// with the approvals it asks; a directory hub keeps its own in its
+    /// config (`review.protect`), and this is not read for it.
+    pub bucket_protects: Arc<BTreeMap<String, u32>>,
 }
 
 impl Caller {
@@ -79,6 +84,7 @@ impl Caller {
                 write: WriteGrant::everything(),
                 events: Events::default(),
                 pre_receive: None,
+                bucket_protects: Default::default(),
             }
         }
         // Windows: files' owners are not at hand here; who can write the
@@ -95,6 +101,7 @@ impl Caller {
                 write: WriteGrant::everything(),
                 events: Events::default(),
                 pre_receive: None,
+                bucket_protects: Default::default(),
             }
         }
     }
@@ -574,16 +581,15 @@ fn log_move_keeps_entries(
 /// moves only by landing an approved review, and approvals arrive only
 /// from their authors.
 pub(crate) fn refuse_unreviewed_moves(
-    repo: &Repository,
+    hub: &impl ReviewedHub,
     caller: &Caller,
-    batch: &[RefUpdate],
+    moves: &[RefMove<'_>],
 ) -> SyncResult<()> {
-    for u in batch {
-        let old = u.expected.flatten();
-        let judged = if let Some(branch) = u.name.strip_prefix(BRANCHES) {
-            dmv_review::refuse_unreviewed_move(repo, branch, old, u.new)
-        } else if let (REVIEW_LOG, Some(new)) = (u.name.as_str(), u.new) {
-            dmv_review::refuse_approvals_of_others(repo, old, new, caller.user.as_deref())
+    for m in moves {
+        let judged = if let Some(branch) = m.name.strip_prefix(BRANCHES) {
+            dmv_review::refuse_unreviewed_move(hub, branch, m.old, m.new)
+        } else if let (REVIEW_LOG, Some(new)) = (m.name, m.new) {
+            dmv_review::refuse_approvals_of_others(hub, m.old, new, caller.user.as_deref())
         } else {
             Ok(())
         };
@@ -731,7 +737,7 @@ pub(crate) fn update_refs(
         });
     }
     refuse_unholdable_paths(repo, &batch)?;
-    refuse_unreviewed_moves(repo, caller, &batch)?;
+    refuse_unreviewed_moves(&HubRepo(repo), caller, &moves_of(&batch))?;
     // Before the lock table's lock: a slow hook holds up only this push.
     run_pre_receive(
         caller.pre_receive.as_deref(),
