@@ -622,6 +622,9 @@ impl Worktree<'_> {
     ) -> RepoResult<Vec<Vec<u8>>> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
+        if let Some(filled) = self.fill_named_files_over_base(specs, &mut early)? {
+            return Ok(filled);
+        }
         let mut ds = self.load_dirstate()?;
         let mut filled = Vec::new();
         let wanted: Vec<(Vec<u8>, FlatEntry)> = ds
@@ -655,6 +658,66 @@ impl Worktree<'_> {
             self.save_dirstate(&ds)?;
         }
         Ok(filled)
+    }
+
+    /// [`Worktree::fill_absent_with`] of files named one by one in a
+    /// dirstate saved over a tree (a partial replica's): each is looked
+    /// up along its path and the file of the dirstate's own entries
+    /// rewritten, where loading and saving the whole dirstate read every
+    /// folder of the tree twice (a get of one file of 100,000 spent 80 of
+    /// its 133 ms there). None when a spec names a folder or no file of
+    /// that tree, or the dirstate is not saved over one: the caller then
+    /// goes the whole way. The working-tree lock is the caller's.
+    fn fill_named_files_over_base(
+        &self,
+        specs: &[Vec<u8>],
+        early: &mut Option<&mut EarlyCheckout>,
+    ) -> RepoResult<Option<Vec<Vec<u8>>>> {
+        if specs.is_empty() || specs.iter().any(|s| s.is_empty()) {
+            return Ok(None);
+        }
+        let path = self.dirstate_path();
+        let Some((Some(base), mut own)) = Dirstate::load_own(&path)? else {
+            return Ok(None);
+        };
+        let mut wanted = Vec::with_capacity(specs.len());
+        for spec in specs {
+            let Some(in_base) = lookup(&self.store, &base, spec)? else {
+                return Ok(None);
+            };
+            let beneath = |p: &[u8]| p.len() > spec.len() && matches(p, spec);
+            if !in_base.kind.is_file() || own.keys().any(beneath) {
+                return Ok(None);
+            }
+            let entry = match own.get(spec) {
+                Some(e) if !e.is_absent() || e.is_removed() => continue,
+                Some(e) => e.flat(),
+                None => in_base,
+            };
+            wanted.push((spec.clone(), entry));
+        }
+        let mut filled = Vec::new();
+        for (rel, e) in wanted {
+            if self.copies().is_absent(&e)?
+                || std::fs::symlink_metadata(self.abs_path(&rel)).is_ok()
+            {
+                continue;
+            }
+            let moved = early
+                .as_deref_mut()
+                .and_then(|early| early.take_staged(&rel, &e.id))
+                .and_then(|staged| self.move_in(&rel, &staged).ok());
+            let meta = match moved {
+                Some(meta) => meta,
+                None => self.write_entry(&rel, &e)?,
+            };
+            own.insert(rel.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));
+            filled.push(rel);
+        }
+        if !filled.is_empty() {
+            Dirstate::save_own_over(&path, &base, &own)?;
+        }
+        Ok(Some(filled))
     }
 }
 

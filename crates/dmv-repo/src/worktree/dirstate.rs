@@ -273,7 +273,7 @@ impl DirEntry {
         }
     }
 
-    fn is_removed(&self) -> bool {
+    pub(crate) fn is_removed(&self) -> bool {
         self.mtime_ns == REMOVED_NS && self.ctime_ns == REMOVED_NS
     }
 
@@ -369,6 +369,31 @@ impl Dirstate {
             written_ns,
             absent_base: base,
         })
+    }
+
+    /// The file at `path` as it is on disk, its absent entries not read
+    /// from the tree it is saved over: that tree (None: a file of every
+    /// entry) and the entries of its own. None without a file.
+    pub(crate) fn load_own(
+        path: &Path,
+    ) -> RepoResult<Option<(Option<ObjectId>, PathMap<DirEntry>)>> {
+        Ok(Dirstate::read(path, |window, base| Ok((base, window.entries()?)))?.map(|(own, _)| own))
+    }
+
+    /// Saves `own` over `base` as they are: the caller changed only
+    /// entries whose path holds a file of `base` (no tree is read).
+    pub(crate) fn save_own_over(
+        path: &Path,
+        base: &ObjectId,
+        own: &PathMap<DirEntry>,
+    ) -> RepoResult<()> {
+        Dirstate::write_file(
+            path,
+            Some(base),
+            own.len(),
+            own.iter().map(|(p, e)| (p, e.clone())),
+        )?;
+        Ok(())
     }
 
     /// What the dirstate at `path` needs kept, without its entries: the
