@@ -347,11 +347,28 @@ fn log_move_keeps_entries(
     if bucket.kind_and_len(&new)?.is_none() {
         return Ok(false);
     }
+    // Newest first, stopping at `old`: a push's log is a join or a few
+    // entries past it, so a bucket read per entry of the whole log (one
+    // request each) is paid only by a value that does not hold it.
     let objects = BucketObjects(std::cell::RefCell::new(bucket));
-    let commits = dmv_repo::log_commits(new, dmv_review::DEFAULT_MAX_EVENTS, |id| {
-        Ok(objects.commit(id)?.1)
-    })?;
-    Ok(commits.contains_key(&old))
+    let most = dmv_review::DEFAULT_MAX_EVENTS.saturating_mul(2);
+    let mut seen = std::collections::HashSet::new();
+    let mut todo = std::collections::VecDeque::from([new]);
+    while let Some(id) = todo.pop_front() {
+        if id == old {
+            return Ok(true);
+        }
+        if !seen.insert(id) {
+            continue;
+        }
+        if seen.len() > most {
+            return Err(SyncError::from(RepoError::Log(format!(
+                "the log holds more than {most} commits"
+            ))));
+        }
+        todo.extend(objects.commit(&id)?.1.parents);
+    }
+    Ok(false)
 }
 
 /// The review rules (`serve::refuse_unreviewed_moves`) for a bucket whose
