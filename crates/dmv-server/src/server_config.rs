@@ -772,3 +772,38 @@ impl ServerConfig {
         })
     }
 }
+
+#[cfg(test)]
+mod protect_tests {
+    use super::*;
+
+    fn load(protect: &str) -> Result<ServerConfig, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("server.toml");
+        std::fs::write(
+            &path,
+            format!(
+                "[repos]\nshoot = {{ url = \"s3://studio/shoot\", protect = \"{protect}\" }}\n"
+            ),
+        )
+        .unwrap();
+        ServerConfig::load(&path).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_buckets_protect_rule_is_held_to_the_review_protect_bounds() {
+        let config = load("main=1 release=2").unwrap();
+        let rule = config.bucket_protects_for("shoot");
+        assert_eq!(rule.get("main"), Some(&1));
+        assert_eq!(rule.get("release"), Some(&2));
+        assert!(config.bucket_protects_for("elsewhere").is_empty());
+        let many: Vec<String> = (0..65).map(|i| format!("b{i}=1")).collect();
+        for bad in ["main=0", "main=65", "main", "..=1", many.join(" ").as_str()] {
+            let refused = load(bad).err().unwrap_or_else(|| panic!("{bad} was taken"));
+            assert!(
+                refused.contains("[repos] shoot") && !refused.contains('\n'),
+                "{bad}: {refused}"
+            );
+        }
+    }
+}
