@@ -636,28 +636,38 @@ impl Worktree<'_> {
             .map(|(p, e)| (p.to_vec(), e.flat()))
             .collect();
         for (rel, e) in wanted {
-            if self.copies().is_absent(&e)?
-                || std::fs::symlink_metadata(self.abs_path(&rel)).is_ok()
-            {
-                continue;
+            if let Some(written) = self.fill_one_absent(&rel, &e, &mut early)? {
+                ds.entries.insert(rel.clone(), written);
+                filled.push(rel);
             }
-            // A staged file that cannot be moved in is written again from the store.
-            let moved = early
-                .as_deref_mut()
-                .and_then(|early| early.take_staged(&rel, &e.id))
-                .and_then(|staged| self.move_in(&rel, &staged).ok());
-            let meta = match moved {
-                Some(meta) => meta,
-                None => self.write_entry(&rel, &e)?,
-            };
-            ds.entries
-                .insert(rel.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));
-            filled.push(rel);
         }
         if !filled.is_empty() {
             self.save_dirstate(&ds)?;
         }
         Ok(filled)
+    }
+
+    /// Writes the absent file `rel` (entry `e`) if its data is here now and
+    /// nobody put a file at its path meanwhile; returns its new entry.
+    fn fill_one_absent(
+        &self,
+        rel: &[u8],
+        e: &FlatEntry,
+        early: &mut Option<&mut EarlyCheckout>,
+    ) -> RepoResult<Option<DirEntry>> {
+        if self.copies().is_absent(e)? || std::fs::symlink_metadata(self.abs_path(rel)).is_ok() {
+            return Ok(None);
+        }
+        // A staged file that cannot be moved in is written again from the store.
+        let moved = early
+            .as_deref_mut()
+            .and_then(|early| early.take_staged(rel, &e.id))
+            .and_then(|staged| self.move_in(rel, &staged).ok());
+        let meta = match moved {
+            Some(meta) => meta,
+            None => self.write_entry(rel, e)?,
+        };
+        Ok(Some(DirEntry::new(e.kind, e.id, e.size, &meta)))
     }
 
     /// [`Worktree::fill_absent_with`] of files named one by one in a
@@ -698,21 +708,10 @@ impl Worktree<'_> {
         }
         let mut filled = Vec::new();
         for (rel, e) in wanted {
-            if self.copies().is_absent(&e)?
-                || std::fs::symlink_metadata(self.abs_path(&rel)).is_ok()
-            {
-                continue;
+            if let Some(written) = self.fill_one_absent(&rel, &e, early)? {
+                own.insert(rel.clone(), written);
+                filled.push(rel);
             }
-            let moved = early
-                .as_deref_mut()
-                .and_then(|early| early.take_staged(&rel, &e.id))
-                .and_then(|staged| self.move_in(&rel, &staged).ok());
-            let meta = match moved {
-                Some(meta) => meta,
-                None => self.write_entry(&rel, &e)?,
-            };
-            own.insert(rel.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));
-            filled.push(rel);
         }
         if !filled.is_empty() {
             Dirstate::save_own_over(&path, &base, &own)?;
