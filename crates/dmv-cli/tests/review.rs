@@ -246,7 +246,7 @@ fn comments_from_two_replicas_meet_through_a_bucket_behind_two_servers() {
     // A comment from a page of server two goes to the bucket: server one
     // shows it, and a replica fetching from the bucket lists it as bob's.
     let commit = ann.ok(&["rev-parse", "main"]);
-    let (status, _) = web_comment(
+    let status = web_comment(
         two.port,
         "tok-bob",
         &[
@@ -272,15 +272,10 @@ fn comments_from_two_replicas_meet_through_a_bucket_behind_two_servers() {
     );
 }
 
-/// POSTs a comment form of a review page with a bearer token: the status
-/// and the answer's head.
-fn web_comment(port: u16, token: &str, fields: &[(&str, &str)]) -> (u16, String) {
-    let body: Vec<String> = fields
-        .iter()
-        .map(|(k, v)| format!("{k}={}", v.replace(' ', "+").replace(',', "%2C")))
-        .collect();
+/// POSTs a comment form of a review page with a bearer token: the status.
+fn web_comment(port: u16, token: &str, fields: &[(&str, &str)]) -> u16 {
     let auth = format!("Bearer {token}");
-    let (status, head, _) = common::servers::http(
+    common::servers::http(
         port,
         "POST",
         "/hub/review/comment",
@@ -288,9 +283,9 @@ fn web_comment(port: u16, token: &str, fields: &[(&str, &str)]) -> (u16, String)
             ("Authorization", &auth),
             ("Content-Type", "application/x-www-form-urlencoded"),
         ],
-        body.join("&").as_bytes(),
-    );
-    (status, head)
+        &common::servers::form_body(fields),
+    )
+    .0
 }
 
 fn http_get(port: u16, token: &str, path: &str) -> (u16, String) {

@@ -133,27 +133,6 @@ fn photo(path: &Path, w: u32, h: u32, tint: u8) {
     .unwrap();
 }
 
-/// A form's body, encoded as a browser encodes it.
-fn form(fields: &[(&str, &str)]) -> Vec<u8> {
-    let enc = |s: &str| {
-        s.bytes()
-            .map(|b| match b {
-                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'*' => {
-                    (b as char).to_string()
-                }
-                b' ' => "+".to_string(),
-                _ => format!("%{b:02X}"),
-            })
-            .collect::<String>()
-    };
-    fields
-        .iter()
-        .map(|(k, v)| format!("{}={}", enc(k), enc(v)))
-        .collect::<Vec<_>>()
-        .join("&")
-        .into_bytes()
-}
-
 /// POSTs a review form with a bearer token: the status and the Location or body.
 fn post(port: u16, token: &str, action: &str, fields: &[(&str, &str)]) -> (u16, String) {
     let auth = format!("Bearer {token}");
@@ -165,7 +144,7 @@ fn post(port: u16, token: &str, action: &str, fields: &[(&str, &str)]) -> (u16, 
             ("Authorization", &auth),
             ("Content-Type", "application/x-www-form-urlencoded"),
         ],
-        &form(fields),
+        &common::servers::form_body(fields),
     );
     let location = head.lines().find_map(|l| {
         let (name, value) = l.split_once(':')?;
@@ -277,7 +256,7 @@ fn comments_replies_and_approvals_from_forms() {
             ("Cookie", &cookie),
             ("Content-Type", "application/x-www-form-urlencoded"),
         ],
-        &form(&comment_fields),
+        &common::servers::form_body(&comment_fields),
     );
     assert_eq!(forged, 403, "a session's form without its secret");
     assert_eq!(post(port, "tok-ann", "delete", &comment_fields).0, 404);

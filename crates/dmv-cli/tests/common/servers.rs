@@ -572,6 +572,27 @@ impl Drop for S3Server {
     }
 }
 
+/// A form's body, encoded as a browser encodes it.
+pub fn form_body(fields: &[(&str, &str)]) -> Vec<u8> {
+    let enc = |s: &str| {
+        s.bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'*' => {
+                    (b as char).to_string()
+                }
+                b' ' => "+".to_string(),
+                _ => format!("%{b:02X}"),
+            })
+            .collect::<String>()
+    };
+    fields
+        .iter()
+        .map(|(k, v)| format!("{}={}", enc(k), enc(v)))
+        .collect::<Vec<_>>()
+        .join("&")
+        .into_bytes()
+}
+
 /// One HTTP/1.1 request on a fresh connection: status, head and body.
 /// A server refusing early answers and closes before the body is all
 /// sent: what it said is read all the same.
