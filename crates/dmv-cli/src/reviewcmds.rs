@@ -5,7 +5,7 @@
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
 use dmv_repo::{FastForward, Head, MergeOutcome, Repository};
-use dmv_review::{Anchor, Board, Comment, Review, ReviewState, Shown, DEFAULT_MAX_EVENTS};
+use dmv_review::{Anchor, Board, Comment, Review, ReviewState, DEFAULT_MAX_EVENTS};
 
 use crate::progress::Bar;
 use crate::repo_args::{open_repo, open_worktree, repo_paths, show_path};
@@ -67,6 +67,12 @@ enum CommentCommand {
         /// Also the resolved ones.
         #[arg(long)]
         all: bool,
+        /// Only those whose thread mentions this name (`@NAME`).
+        #[arg(long, value_name = "NAME")]
+        mentioning: Option<String>,
+        /// Only those this name wrote.
+        #[arg(long, value_name = "NAME")]
+        by: Option<String>,
         /// As JSON.
         #[arg(long)]
         json: bool,
@@ -189,25 +195,26 @@ pub fn comment(a: CommentArgs) -> Result<u8> {
             path,
             rev,
             all,
+            mentioning,
+            by,
             json,
         } => {
             let at = repo.resolve(&rev)?;
             let board = board(&repo)?;
-            let paths: Vec<String> = match path {
-                Some(p) => vec![String::from_utf8_lossy(&repo_paths(&repo, &[p])?[0]).into_owned()],
-                None => {
-                    let mut paths: Vec<String> =
-                        board.comments.iter().map(|c| c.file.path.clone()).collect();
-                    paths.sort();
-                    paths.dedup();
-                    paths
-                }
+            let path = match path {
+                Some(p) => Some(String::from_utf8_lossy(&repo_paths(&repo, &[p])?[0]).into_owned()),
+                None => None,
             };
-            let mut shown: Vec<Shown> = Vec::new();
-            for p in &paths {
-                shown.extend(dmv_review::comments_on(&repo, &board, p, at)?);
-            }
-            shown.retain(|s| all || !s.comment.resolved);
+            let paths: Vec<&str> = path.as_deref().into_iter().collect();
+            let filter = dmv_review::CommentFilter {
+                paths: path.is_some().then_some(&paths[..]),
+                mentioning: mentioning.as_deref(),
+                by: by.as_deref(),
+                made_at: None,
+                resolved_too: all,
+            };
+            let shown =
+                dmv_review::comments_carried_to(&repo, &board, at, &filter, &Default::default())?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&shown)?);
             } else {

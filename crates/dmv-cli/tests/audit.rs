@@ -436,3 +436,154 @@ fn the_web_uis_lock_buttons_are_audited_in_a_bucket() {
         "{events:?}"
     );
 }
+
+/// A comment naming people (`@ann`) is told: pushed through the server or
+/// made on a page, it reaches the audit log and a webhook asking for
+/// `mention` events, naming its writer, its file and the names. The pages
+/// link each name that is one of the server's users (the viewer's own
+/// marked) to the comments mentioning them, and list those; the command
+/// line lists them too.
+#[test]
+fn mentions_are_told_linked_and_listed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let (port, got) = receiver();
+    let hub = t.join("hub");
+    run_ok(t, &["init", "--bare", hub.to_str().unwrap()]);
+    let config = format!(
+        "[repos]\nhub = {:?}\n[tokens]\n\"tok-ann\" = {{ access = \"write\", user = \"ann\" }}\n\"tok-al\" = {{ access = \"write\", user = \"al\" }}\n[[webhooks]]\nurl = \"http://127.0.0.1:{port}/hook\"\nsecret = \"s3cret\"\nevents = [\"mention\"]\n",
+        hub.to_str().unwrap()
+    );
+    let server = HttpServer::start(&config, t, 0);
+    let url = server.url("hub");
+    let al = t.join("al");
+    run_ok(t, &["init", al.to_str().unwrap()]);
+    std::fs::write(al.join("notes.txt"), "one\ntwo\n").unwrap();
+    commit_all(&al, "notes");
+    run_ok(&al, &["remote", "add", "origin", &url, "--token", "tok-al"]);
+    run_ok(&al, &["push", "origin", "main"]);
+    let main = run_ok(&al, &["rev-parse", "main"]).trim().to_string();
+    let as_al = |args: &[&str]| {
+        let out = dmv_cmd(&al)
+            .env_remove("DMV_TOKEN")
+            .env("DMV_AUTHOR_NAME", "al")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "dmv {args:?}: {}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    as_al(&[
+        "comment",
+        "add",
+        "notes.txt",
+        "--lines",
+        "1",
+        "-m",
+        "@ann line one, @nobody",
+    ]);
+    as_al(&["comment", "add", "notes.txt", "-m", "no name here"]);
+    as_al(&["push", "origin", "main"]);
+
+    // ann answers on a page, naming al.
+    let auth = "Bearer tok-ann";
+    let (status, head, _) = http(
+        server.port,
+        "POST",
+        "/hub/review/comment",
+        &[
+            ("Authorization", auth),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ],
+        &common::servers::form_body(&[
+            ("path", "notes.txt"),
+            ("commit", &main),
+            ("at", "2"),
+            ("text", "@al line two is fixed"),
+        ]),
+    );
+    assert_eq!(status, 303, "{head}");
+
+    // Three deliveries: al's mention (500, then again) and ann's.
+    let start = Instant::now();
+    let seen = loop {
+        let seen = got.lock().unwrap().clone();
+        if seen.len() >= 3 || start.elapsed() > Duration::from_secs(30) {
+            break seen;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    let told: Vec<serde_json::Value> = seen
+        .iter()
+        .map(|g| {
+            assert_eq!(g.header("x-dmv-event"), "mention");
+            serde_json::from_slice(&g.body).unwrap()
+        })
+        .collect();
+    let by = |user: &str| -> Vec<&serde_json::Value> {
+        told.iter().filter(|e| e["user"] == user).collect()
+    };
+    let (als, anns) = (by("al"), by("ann"));
+    assert_eq!(als.len(), 2, "tried again after the 500: {told:?}");
+    assert_eq!(als[0], als[1]);
+    assert_eq!(als[0]["paths"][0], "notes.txt");
+    assert_eq!(als[0]["mentions"], serde_json::json!(["ann", "nobody"]));
+    assert!(als[0]["detail"]
+        .as_str()
+        .unwrap()
+        .ends_with(": @ann line one, @nobody"));
+    assert_eq!(anns.len(), 1, "{told:?}");
+    assert_eq!(anns[0]["mentions"], serde_json::json!(["al"]));
+    assert_eq!(anns[0]["repository"], "hub");
+    let audit = run_ok(&hub, &["audit", "--json"]);
+    assert_eq!(audit.matches("\"event\":\"mention\"").count(), 2, "{audit}");
+
+    // The pages: known users linked (the viewer's own marked), others text.
+    let page = |token: &str, path: &str| {
+        let (code, _, body) = http(
+            server.port,
+            "GET",
+            path,
+            &[("Authorization", &format!("Bearer {token}"))],
+            b"",
+        );
+        assert_eq!(code, 200, "{path}: {body}");
+        body
+    };
+    let mine = page("tok-al", "/hub/comments?mentioning=me");
+    assert!(mine.contains("line two is fixed"), "{mine}");
+    assert!(!mine.contains("line one"), "{mine}");
+    assert!(
+        mine.contains("<a class=\"mention me\" href=\"/hub/comments?mentioning=al\""),
+        "{mine}"
+    );
+    let all = page("tok-ann", "/hub/comments/main");
+    assert!(
+        all.contains("line one") && all.contains("no name here"),
+        "{all}"
+    );
+    assert!(
+        all.contains("<a class=\"mention me\" href=\"/hub/comments?mentioning=ann\""),
+        "{all}"
+    );
+    assert!(
+        all.contains("@nobody") && !all.contains("mentioning=nobody"),
+        "{all}"
+    );
+    let by_al = page("tok-ann", "/hub/comments/main?by=al");
+    assert!(
+        by_al.contains("no name here") && !by_al.contains("line two"),
+        "{by_al}"
+    );
+    let here = page("tok-ann", &format!("/hub/comments/{main}?here"));
+    assert!(here.contains("line two"), "{here}");
+
+    // The command line: fetched, the comments mentioning al.
+    as_al(&["fetch", "origin"]);
+    let listed = as_al(&["comment", "list", "--mentioning", "al", "--json"]);
+    let listed: Vec<serde_json::Value> = serde_json::from_str(&listed).unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["text"], "@al line two is fixed");
+    assert_eq!(listed[0]["by"]["name"], "ann");
+}

@@ -455,6 +455,42 @@ fn every_page_fits_a_phone_and_a_desktop() {
     )
     .unwrap();
     commit_all(&work, "graded: two photos and the notes");
+    // Comments that mention al (a user of the server) and others (not).
+    let say = |who: &str, args: &[&str]| {
+        let mut c = dmv_cmd(&work);
+        let out = c.args(args).env("DMV_AUTHOR_NAME", who).output().unwrap();
+        ok(&out);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let warm = say(
+        "bo",
+        &[
+            "comment",
+            "add",
+            "shoot/img-1.jpg",
+            "--at",
+            "20,10,30,20",
+            "-m",
+            "@al the sky is still too warm here; can @cy look too?",
+        ],
+    );
+    let warm = warm.split_whitespace().nth(1).unwrap().to_string();
+    say(
+        "al",
+        &["comment", "reply", &warm, "-m", "@bo cooled in the grade"],
+    );
+    say(
+        "bo",
+        &[
+            "comment",
+            "add",
+            "shoot/notes.txt",
+            "--lines",
+            "3",
+            "-m",
+            "only 3 and 5, @al?",
+        ],
+    );
     dmv(&work, &["push", hub.to_str().unwrap(), "main"]);
     let head = dmv(&hub, &["rev-parse", "main"]).trim().to_string();
     let (old_photo, new_photo) = (
@@ -496,6 +532,7 @@ fn every_page_fits_a_phone_and_a_desktop() {
             ),
         ),
         ("locks", "/hub/locks".to_string()),
+        ("comments", "/hub/comments?mentioning=me".to_string()),
         // The admin's page of who did what (al is the admin here).
         ("audit", "/hub/audit".to_string()),
         ("search", "/hub/search?q=IMG&rev=main".to_string()),

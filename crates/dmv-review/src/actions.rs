@@ -1,17 +1,15 @@
 //! Writing to the review log, each step checked against the board first:
 //! comments and replies on a version of a file, resolving and reopening,
-//! opening a review, approving it, landing or closing it; and what a file
-//! page shows, the comments carried forward to a later version.
+//! opening a review, approving it, landing or closing it.
 
 use dmv_repo::ref_names::{branch_ref, REMOTE_BRANCHES, REVIEW_LOG};
 use dmv_repo::store::object::Signature;
 use dmv_repo::store::ObjectId;
 use dmv_repo::tree::lookup;
 use dmv_repo::Repository;
-use serde::Serialize;
 
 use crate::anchor::Anchor;
-use crate::board::{Board, Comment, Review, ReviewState};
+use crate::board::{Board, Review, ReviewState};
 use crate::error::{ReviewError, ReviewResult};
 use crate::event::{Event, Pinned, MAX_NAME_BYTES};
 
@@ -317,44 +315,4 @@ pub fn close(
         },
     )?;
     Ok(review.id)
-}
-
-/// A comment as a version of its file shows it.
-#[derive(Clone, Debug, Serialize)]
-pub struct Shown<'b> {
-    /// The comment.
-    #[serde(flatten)]
-    pub comment: &'b Comment,
-    /// Whether it was made on this very version (else on an earlier one,
-    /// and its region may have changed since).
-    pub on_this_version: bool,
-}
-
-/// The comments on `path` as commit `at` has it: those made on a version
-/// of the path in `at`'s history (carried forward), oldest first.
-pub fn comments_on<'b>(
-    repo: &Repository,
-    board: &'b Board,
-    path: &str,
-    at: ObjectId,
-) -> ReviewResult<Vec<Shown<'b>>> {
-    let path = path.trim_matches('/');
-    let here = lookup(&repo.store, &repo.commit(&at)?.tree, path.as_bytes())?.map(|e| e.id);
-    let mut shown = Vec::new();
-    for c in board.comments.iter().filter(|c| c.file.path == path) {
-        // A comment's commit this replica lacks is not in `at`'s history.
-        if c.file.commit == at
-            || (repo
-                .store
-                .contains(&c.file.commit)
-                .map_err(dmv_repo::RepoError::from)?
-                && repo.history().is_ancestor(&c.file.commit, &at)?)
-        {
-            shown.push(Shown {
-                comment: c,
-                on_this_version: here == Some(c.file.version),
-            });
-        }
-    }
-    Ok(shown)
 }

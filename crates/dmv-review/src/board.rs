@@ -39,6 +39,8 @@ pub struct Reply {
     pub by: Byline,
     /// What it says.
     pub text: String,
+    /// The names it mentions (`@ann`), in order, once each.
+    pub mentions: Vec<String>,
 }
 
 /// A comment with its thread.
@@ -60,6 +62,17 @@ pub struct Comment {
     pub replies: Vec<Reply>,
     /// Whether its last resolve says resolved.
     pub resolved: bool,
+}
+
+impl Comment {
+    /// Whether the comment or one of its replies mentions `name`.
+    pub fn mentions_name(&self, name: &str) -> bool {
+        self.mentions.iter().any(|m| m == name)
+            || self
+                .replies
+                .iter()
+                .any(|r| r.mentions.iter().any(|m| m == name))
+    }
 }
 
 /// Where a review is.
@@ -176,6 +189,7 @@ impl Board {
                     Some(&i) => board.comments[i].replies.push(Reply {
                         id: entry.id,
                         by,
+                        mentions: mentions(&text),
                         text,
                     }),
                     None => board.unreadable.push((
@@ -265,21 +279,34 @@ fn one_of<'a, T>(
 /// name of letters, digits, `.`, `-` and `_`, once each in order.
 pub fn mentions(text: &str) -> Vec<String> {
     let mut found: Vec<String> = Vec::new();
+    for (start, end) in mention_spans(text) {
+        let name = &text[start + 1..end];
+        if !found.iter().any(|f| f == name) {
+            found.push(name.to_string());
+        }
+    }
+    found
+}
+
+/// Where a text mentions names: the byte range of each `@name`, at sign
+/// included, in order (a page links each, a list takes its names).
+pub fn mention_spans(text: &str) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
     let mut previous = ' ';
     for (i, c) in text.char_indices() {
         if c == '@' && previous.is_whitespace() {
-            let name: String = text[i + 1..]
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || matches!(c, '.' | '-' | '_'))
-                .collect();
-            let name = name.trim_end_matches('.').to_string();
-            if !name.is_empty() && !found.contains(&name) {
-                found.push(name);
+            let rest = &text[i + 1..];
+            let len = rest
+                .find(|c: char| !(c.is_alphanumeric() || matches!(c, '.' | '-' | '_')))
+                .unwrap_or(rest.len());
+            let name = rest[..len].trim_end_matches('.');
+            if !name.is_empty() {
+                spans.push((i, i + 1 + name.len()));
             }
         }
         previous = c;
     }
-    found
+    spans
 }
 
 #[cfg(test)]
@@ -293,5 +320,11 @@ mod tests {
             ["ann", "bob.s"]
         );
         assert!(mentions("a@b @ @").is_empty());
+        let text = "@ann, see @bob.s. here\n@zoë";
+        let spans: Vec<&str> = mention_spans(text)
+            .iter()
+            .map(|&(a, b)| &text[a..b])
+            .collect();
+        assert_eq!(spans, ["@ann", "@bob.s", "@zoë"]);
     }
 }

@@ -7,13 +7,13 @@
 //! [`ReviewedHub`]: a repository on the server's disk, or a bucket read an
 //! object at a time.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use dmv_repo::ref_names::{branch_ref, REVIEW_LOG};
 use dmv_repo::store::object::Commit;
 use dmv_repo::store::{ObjectId, ObjectKind};
 use dmv_repo::{
-    first_change_of_its_own, log_commits, log_entries_read_by, GrantObjects, RepoObjects,
+    first_change_of_its_own, log_commits, log_entries_read_by, GrantObjects, LogEntry, RepoObjects,
     RepoResult, Repository,
 };
 
@@ -64,6 +64,26 @@ fn log_commit(hub: &impl ReviewedHub, id: &ObjectId) -> RepoResult<Commit> {
         });
     }
     Ok(commit)
+}
+
+/// The entries of a hub's review log at `new`, oldest first, and the ids
+/// of those it held at `old`. Each commit is read from the hub once: the
+/// walk of `new` takes what the walk of `old` read (a bucket answers one
+/// object per request, and a log moves by a few entries at a time).
+pub(crate) fn log_after_move(
+    hub: &impl ReviewedHub,
+    old: Option<ObjectId>,
+    new: ObjectId,
+) -> ReviewResult<(Vec<LogEntry>, HashSet<ObjectId>)> {
+    let held = match old {
+        Some(old) => log_commits(old, DEFAULT_MAX_EVENTS, |id| log_commit(hub, id))?,
+        None => HashMap::new(),
+    };
+    let entries = log_entries_read_by(new, DEFAULT_MAX_EVENTS, |id| match held.get(id) {
+        Some(commit) => Ok(commit.clone()),
+        None => log_commit(hub, id),
+    })?;
+    Ok((entries, held.into_keys().collect()))
 }
 
 /// The approvals of `review` that count at its branch's commit `tip`: each
@@ -159,13 +179,8 @@ pub fn refuse_approvals_of_others(
     if hub.protected_branches().is_empty() {
         return Ok(());
     }
-    let known: HashSet<ObjectId> = match old {
-        Some(old) => log_commits(old, DEFAULT_MAX_EVENTS, |id| log_commit(hub, id))?
-            .into_keys()
-            .collect(),
-        None => HashSet::new(),
-    };
-    for entry in log_entries_read_by(new, DEFAULT_MAX_EVENTS, |id| log_commit(hub, id))? {
+    let (entries, known) = log_after_move(hub, old, new)?;
+    for entry in entries {
         if known.contains(&entry.id) {
             continue;
         }

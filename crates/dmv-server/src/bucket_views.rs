@@ -146,19 +146,30 @@ impl BucketViews {
     /// into the view) and sends the view's review log to the bucket. The
     /// answer is the page's; a log the bucket did not take is an error, so
     /// nobody is told their comment is kept when only this cache holds it.
+    /// The mentions it brings are recorded in the bucket's audit log.
     pub fn change_review(
         &self,
         name: &str,
         place: &BucketPlace,
         write: impl FnOnce(&Repository) -> dmv_web::Reply,
+        events: &dmv_sync::Events,
     ) -> Result<(dmv_web::Reply, Repository), String> {
         let view = self.view(name, place)?;
         let repo = Repository::open(view.dir()).map_err(|e| e.to_string())?;
+        let old = review_log_tip(&repo)?;
         let reply = write(&repo);
         if matches!(reply, dmv_web::Reply::Redirect(_)) {
             let mut bucket = place.connect()?;
             dmv_sync::send_union_logs(&repo, &mut bucket).map_err(|e| e.to_string())?;
             self.outdated(name);
+            if let Some(new) = review_log_tip(&repo)? {
+                match dmv_sync::mention_events(&repo, old, new) {
+                    Ok(told) => told.into_iter().for_each(|event| {
+                        dmv_sync::record_in_bucket(bucket.bucket(), events, event)
+                    }),
+                    Err(why) => events.failed(&why),
+                }
+            }
         }
         Ok((reply, repo))
     }
@@ -198,6 +209,15 @@ impl BucketViews {
         self.outdated(name);
         Ok(())
     }
+}
+
+/// Where a repository's review log is now.
+pub(crate) fn review_log_tip(
+    repo: &Repository,
+) -> Result<Option<dmv_repo::store::ObjectId>, String> {
+    repo.refs
+        .get(dmv_repo::ref_names::REVIEW_LOG)
+        .map_err(|e| e.to_string())
 }
 
 /// Makes the view's lock table the bucket's (the pages show it: who holds

@@ -197,7 +197,15 @@ pub struct ServerConfig {
 pub const MAX_HOOK_ARGS: usize = 64;
 
 /// The events a webhook may ask for (`unlock` brings broken locks too).
-pub const WEBHOOK_EVENTS: &[&str] = &["push", "lock", "unlock", "break-lock", "upload", "drop"];
+pub const WEBHOOK_EVENTS: &[&str] = &[
+    "push",
+    "lock",
+    "unlock",
+    "break-lock",
+    "upload",
+    "drop",
+    "mention",
+];
 /// Webhooks one server sends to at most.
 pub const MAX_WEBHOOKS: usize = 16;
 /// A webhook's URL and secret are at most this long.
@@ -743,6 +751,20 @@ impl ServerConfig {
     /// timing does not reveal how much of a guess was right.
     pub(crate) fn token_access(&self, presented: &str) -> Option<TokenEntry> {
         self.token_access_by_hash(&blake3::hash(presented.as_bytes()))
+    }
+
+    /// The users its tokens name, in the config and in the tokens file
+    /// (as it reads now): the people a comment can mention.
+    pub(crate) fn people(&self) -> std::collections::BTreeSet<String> {
+        let mut people: std::collections::BTreeSet<String> = self
+            .tokens
+            .values()
+            .filter_map(|t| t.user().map(str::to_string))
+            .collect();
+        if let Some(watched) = &self.watched_tokens {
+            people.extend(watched.current().tokens.iter().map(|t| t.user.clone()));
+        }
+        people
     }
 
     /// [`Self::token_access`] for the token whose BLAKE3 hash is `hash`

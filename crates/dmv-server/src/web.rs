@@ -25,7 +25,7 @@ use dmv_repo::Repository;
 use dmv_web::{PageRequest, Reply, Viewer};
 use serde::Deserialize;
 
-use crate::bucket_views::{BucketPlace, View};
+use crate::bucket_views::{review_log_tip, BucketPlace, View};
 use crate::channel::ChannelWriter;
 use crate::server_config::{BrowseAccess, RepoPlace, TokenAccess};
 use crate::server_state::{Peer, ServerState};
@@ -247,6 +247,7 @@ pub(crate) fn viewer(
             may_write: entry.access() != TokenAccess::Read,
             admin: entry.access() == TokenAccess::Admin,
             form_secret,
+            people: Default::default(),
         }),
         None => Err(login_page(
             StatusCode::UNAUTHORIZED,
@@ -534,7 +535,10 @@ async fn serve_page(
     headers: HeaderMap,
 ) -> Response {
     let viewer = match viewer(&state, peer, &headers) {
-        Ok(v) => v,
+        Ok(v) => Viewer {
+            people: Arc::new(state.config.people()),
+            ..v
+        },
         Err(refused) => return refused,
     };
     let source = match source_of(&state, &name) {
@@ -1049,14 +1053,23 @@ async fn change_review(
         Err(refused) => return refused,
     };
     let shared = state.clone();
+    // A comment that names people is told to the audit log and webhooks.
+    let events = state.webhooks.events_for(&name);
     let answered = tokio::task::spawn_blocking(move || {
         let write = |repo: &Repository| dmv_web::change_review(repo, &name, action, &form, &viewer);
         match source {
             Source::Dir(dir) => {
                 let repo = Repository::open(&dir).map_err(|e| e.to_string())?;
-                Ok::<_, String>((write(&repo), repo))
+                let old = review_log_tip(&repo)?;
+                let reply = write(&repo);
+                if let (dmv_web::Reply::Redirect(_), Some(new)) = (&reply, review_log_tip(&repo)?) {
+                    dmv_sync::record_mentions_in_dir(&repo, &events, old, new);
+                }
+                Ok::<_, String>((reply, repo))
             }
-            Source::Bucket(place) => shared.bucket_views.change_review(&name, &place, write),
+            Source::Bucket(place) => shared
+                .bucket_views
+                .change_review(&name, &place, write, &events),
         }
     })
     .await;

@@ -88,9 +88,11 @@ pub use protocol::error::{
 pub use protocol::frame::{decode_message, Frame, FrameReader, FrameWriter};
 pub use protocol::objects::TransferStats;
 pub use protocol::SEALED_HUB_HEADER;
+pub use serving::audit::{
+    mention_events, record_in_dir, record_mentions_in_dir, EventSink, Events,
+};
 #[cfg(feature = "s3")]
 pub use serving::audit::{read_bucket_audit, record_in_bucket};
-pub use serving::audit::{record_in_dir, EventSink, Events};
 pub use serving::pre_receive::{PreReceive, DEFAULT_HOOK_TIMEOUT, MAX_HOOK_OUTPUT, MAX_HOOK_PATHS};
 #[cfg(feature = "s3")]
 pub use serving::relay::handle_relayed;

@@ -134,6 +134,30 @@ fn pin(n: usize, s: &Shown<'_>, w: u32, h: u32) -> Markup {
     }
 }
 
+/// A comment's or a reply's text: each `@name` of one of the server's
+/// users links to the comments that mention them, the viewer's own marked;
+/// other at signs stay text.
+pub(crate) fn said(text: &str, base: &str, viewer: &Viewer) -> Markup {
+    let mut from = 0;
+    let mut parts: Vec<(&str, Option<&str>)> = Vec::new();
+    for (start, end) in dmv_review::mention_spans(text) {
+        let name = &text[start + 1..end];
+        if viewer.people.contains(name) {
+            parts.push((&text[from..start], Some(name)));
+            from = end;
+        }
+    }
+    parts.push((&text[from..], None));
+    html! {
+        @for (before, name) in parts {
+            (before)
+            @if let Some(name) = name {
+                a.mention.me[viewer.user.as_deref() == Some(name)] href={ (base) "/comments?mentioning=" (seg(name)) } title={ "comments mentioning " (name) } { "@" (name) }
+            }
+        }
+    }
+}
+
 /// The start of a text, for a marker's title.
 fn first_words(text: &str) -> String {
     let mut cut: String = text.chars().take(80).collect();
@@ -174,10 +198,10 @@ fn thread(
                     " " a.badge.earlier href={ (base) "/file/" (c.file.commit.to_hex()) "/" (path_url(&c.file.path)) } title="the comment was made on an earlier version of this file" { "on an earlier version" }
                 }
             }
-            p.text { (c.text) }
+            p.text { (said(&c.text, base, viewer)) }
             @if !c.replies.is_empty() {
                 ol.replies { @for reply in &c.replies {
-                    li { strong { (reply.by.name) } " " (when(reply.by.time)) p.text { (reply.text) } }
+                    li { strong { (reply.by.name) } " " (when(reply.by.time)) p.text { (said(&reply.text, base, viewer)) } }
                 } }
             }
             @if may_write {

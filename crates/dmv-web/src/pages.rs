@@ -302,7 +302,7 @@ pub fn commit(
         h1 { (c.message.lines().next().unwrap_or("")) }
         p.muted { span.nowrap { (c.author.name) } " <" (c.author.email) "> · " (when(c.author.time)) " · " span.id title={ "git: commit " (id.to_hex()) } { (id.short()) } }
         @if c.message.lines().count() > 1 { pre { (c.message) } }
-        p { @for p in &c.parents { "parent " a.id href={ (base) "/commit/" (p.to_hex()) } { (p.short()) } " · " } a href={ (base) "/tree/" (hex) "/" } { "files at this commit" } }
+        p { @for p in &c.parents { "parent " a.id href={ (base) "/commit/" (p.to_hex()) } { (p.short()) } " · " } a href={ (base) "/tree/" (hex) "/" } { "files at this commit" } " · " a href={ (base) "/comments/" (hex) "?here" } { "comments made on it" } }
         p.muted { (total) " files changed"
             @if total > CHANGES_PER_PAGE { ", " (skip + 1) "–" (skip + rows.len()) " shown" }
             " · text diffs " a href={ (here) "?skip=" (skip) "&diff=" (other_layout.0) } { (other_layout.1) } }
@@ -729,6 +729,7 @@ pub fn compare(
     after: &str,
     label: &str,
     commits: (Option<&str>, Option<&str>),
+    viewer: &Viewer,
 ) -> PageResult {
     // A side is named by the commit that made it (its subject and date)
     // when the link says which; by its content id otherwise.
@@ -771,7 +772,10 @@ pub fn compare(
                 repo,
                 &place,
                 crate::comments::picture_size(repo, version),
-                &Viewer::default(),
+                &Viewer {
+                    people: viewer.people.clone(),
+                    ..Viewer::default()
+                },
                 false,
             )
         })

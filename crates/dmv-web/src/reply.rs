@@ -14,6 +14,9 @@ pub struct Viewer {
     /// The login's secret, which every form of it carries back (None: the
     /// viewer sent its token itself and no form of ours is needed).
     pub form_secret: Option<String>,
+    /// The server's users: a comment's `@name` of one of them links to the
+    /// comments that mention them.
+    pub people: std::sync::Arc<std::collections::BTreeSet<String>>,
 }
 
 /// An answer to a page request.

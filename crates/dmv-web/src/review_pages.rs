@@ -4,13 +4,16 @@
 //! functions check the viewer may write), the list of reviews and the
 //! page of one. A file's comments are drawn by `comments`.
 
+use std::collections::HashMap;
+
 use dmv_repo::store::ObjectId;
 use dmv_repo::Repository;
-use dmv_review::{Anchor, Review, ReviewError, ReviewState, Shown};
+
+use dmv_review::{Anchor, CommentFilter, Review, ReviewError, ReviewState, Shown};
 use maud::html;
 use serde::Deserialize;
 
-use crate::comments::{board, hidden_fields, MOST_COMMENTS_SHOWN};
+use crate::comments::{board, hidden_fields, said, MOST_COMMENTS_SHOWN};
 use crate::media::{media_of, Media};
 use crate::pages::{error_page, html, layout, PageResult};
 use crate::reply::{Reply, Viewer};
@@ -209,7 +212,7 @@ fn state_words(state: &ReviewState) -> &'static str {
 }
 
 /// `/{repo}/reviews`: every review, open ones first, newest first.
-pub(crate) fn reviews(repo: &Repository, name: &str) -> PageResult {
+pub(crate) fn reviews(repo: &Repository, name: &str, viewer: &Viewer) -> PageResult {
     let board = board(repo)?;
     let mut listed: Vec<&Review> = board.reviews.iter().collect();
     listed.sort_by_key(|r| (r.state != ReviewState::Open, std::cmp::Reverse(r.by.time)));
@@ -218,6 +221,10 @@ pub(crate) fn reviews(repo: &Repository, name: &str) -> PageResult {
     let base = format!("/{}", seg(name));
     let body = html! {
         h1 { "Reviews" }
+        nav.filters {
+            a href={ (base) "/comments" } { "all comments" }
+            @if viewer.user.is_some() { a href={ (base) "/comments?mentioning=me" } { "comments mentioning me" } }
+        }
         @if listed.is_empty() { p.muted { "No branch has been proposed for review yet." } }
         ul.plain.commits { @for r in &listed {
             li {
@@ -306,24 +313,31 @@ pub(crate) fn review(repo: &Repository, name: &str, id: &str, viewer: &Viewer) -
         }
         None => Vec::new(),
     };
+    // The comments on the files it changes, each file's version taken
+    // from the diff rather than looked up again.
     let changed: Vec<String> = changes
         .iter()
         .map(|c| String::from_utf8_lossy(&c.path).into_owned())
         .collect();
     let on_files: Vec<Shown<'_>> = match tip {
         Some(t) => {
-            let mut shown = Vec::new();
-            let mut paths: Vec<&String> = changed.iter().collect();
-            paths.sort();
+            let mut paths: Vec<&str> = changed.iter().map(String::as_str).collect();
+            paths.sort_unstable();
             paths.dedup();
-            for p in paths {
-                if board.comments.iter().any(|c| &c.file.path == p) {
-                    shown.extend(dmv_review::comments_on(repo, &board, p, t).map_err(r)?);
-                }
-                if shown.len() >= MOST_COMMENTS_SHOWN {
-                    break;
-                }
-            }
+            let versions: HashMap<&str, ObjectId> = changes
+                .iter()
+                .zip(&changed)
+                .filter_map(|(c, path)| Some((path.as_str(), c.new?.id)))
+                .collect();
+            let filter = CommentFilter {
+                paths: Some(&paths),
+                resolved_too: true,
+                ..CommentFilter::default()
+            };
+            let mut shown =
+                dmv_review::comments_carried_to(repo, &board, t, &filter, &versions).map_err(r)?;
+            shown.sort_by(|a, b| a.comment.file.path.cmp(&b.comment.file.path));
+            shown.truncate(MOST_COMMENTS_SHOWN);
             shown
         }
         None => Vec::new(),
@@ -412,7 +426,7 @@ pub(crate) fn review(repo: &Repository, name: &str, id: &str, viewer: &Viewer) -
                     @if c.resolved { " " span.badge { "resolved" } }
                     @if !s.on_this_version { " " span.badge.earlier { "on an earlier version" } }
                 }
-                p.text { (c.text) }
+                p.text { (said(&c.text, &base, viewer)) }
                 @if !c.replies.is_empty() { p.muted { (c.replies.len()) " repl" (if c.replies.len() == 1 { "y" } else { "ies" }) } }
             }
         } }
@@ -422,4 +436,108 @@ pub(crate) fn review(repo: &Repository, name: &str, id: &str, viewer: &Viewer) -
         Some(name),
         body,
     )))
+}
+
+/// What the comments page is asked for: `?mentioning=NAME` (`me`: the
+/// viewer), `?by=NAME`, `?here` (made on this very commit, not carried to
+/// it), `?all` (resolved ones too).
+pub(crate) struct CommentsAsked<'q> {
+    pub mentioning: Option<&'q str>,
+    pub by: Option<&'q str>,
+    pub here: bool,
+    pub all: bool,
+}
+
+/// `/{repo}/comments/{rev}`: the comments carried to a branch or a commit
+/// (made on its files anywhere in its history), newest first, narrowed to
+/// a person mentioned, a writer or the commit itself.
+pub(crate) fn comments(
+    repo: &Repository,
+    name: &str,
+    rev: &str,
+    asked: &CommentsAsked<'_>,
+    viewer: &Viewer,
+) -> PageResult {
+    let at = repo.resolve(rev).map_err(r)?;
+    let board = board(repo)?;
+    let me = viewer.user.as_deref();
+    let mentioning = match asked.mentioning {
+        Some("me") => Some(me.ok_or("“me” is the logged-in user: this token names none")?),
+        other => other,
+    };
+    let filter = CommentFilter {
+        mentioning,
+        by: asked.by,
+        made_at: asked.here.then_some(at),
+        resolved_too: asked.all,
+        ..CommentFilter::default()
+    };
+    let mut shown =
+        dmv_review::comments_carried_to(repo, &board, at, &filter, &HashMap::new()).map_err(r)?;
+    shown.reverse();
+    let more = shown.len().saturating_sub(MOST_COMMENTS_SHOWN);
+    shown.truncate(MOST_COMMENTS_SHOWN);
+    let base = format!("/{}", seg(name));
+    let here = format!("{base}/comments/{}", path_url(rev));
+    // Each filter link keeps the others.
+    let link = |mentioning: Option<&str>, by: Option<&str>, all: bool| {
+        let mut q: Vec<String> = Vec::new();
+        if let Some(m) = mentioning {
+            q.push(format!("mentioning={}", seg(m)));
+        }
+        if let Some(b) = by {
+            q.push(format!("by={}", seg(b)));
+        }
+        if asked.here {
+            q.push("here".into());
+        }
+        if all {
+            q.push("all".into());
+        }
+        match q.is_empty() {
+            true => here.clone(),
+            false => format!("{here}?{}", q.join("&")),
+        }
+    };
+    let whose = match (mentioning, asked.by) {
+        (Some(m), _) => format!(" mentioning {m}"),
+        (None, Some(b)) => format!(" by {b}"),
+        (None, None) => String::new(),
+    };
+    let body = html! {
+        h1 { "Comments" (whose) }
+        p.muted {
+            @if asked.here { "Made on commit " } @else { "Carried to " }
+            a.id href={ (base) "/commit/" (at.to_hex()) } { (rev) }
+            @if asked.here { "." } @else { ": made on its files anywhere in its history, newest first." }
+        }
+        nav.filters {
+            a.on[mentioning.is_none() && asked.by.is_none()] href=(link(None, None, asked.all)) { "everyone’s" }
+            @if let Some(me) = me {
+                a.on[mentioning == Some(me)] href=(link(Some(me), None, asked.all)) { "mentioning me" }
+                a.on[asked.by == Some(me)] href=(link(None, Some(me), asked.all)) { "mine" }
+            }
+            a href=(link(mentioning, asked.by, !asked.all)) { @if asked.all { "hide resolved" } @else { "show resolved too" } }
+        }
+        @if shown.is_empty() { p.muted { "No comment here." } }
+        ol.threads { @for s in &shown {
+            @let c = s.comment;
+            li.thread.resolved[c.resolved].earlier[!s.on_this_version] {
+                div.head {
+                    a href={ (base) "/file/" (at.to_hex()) "/" (path_url(&c.file.path)) "#c-" (c.id.short()) } { (c.file.path) }
+                    " · " (c.at.describe()) " · " strong { (c.by.name) } " " (when(c.by.time))
+                    @if c.resolved { " " span.badge { "resolved" } }
+                    @if !s.on_this_version { " " span.badge.earlier { "on an earlier version" } }
+                }
+                p.text { (said(&c.text, &base, viewer)) }
+                @if !c.replies.is_empty() {
+                    ol.replies { @for reply in &c.replies {
+                        li { strong { (reply.by.name) } " " (when(reply.by.time)) p.text { (said(&reply.text, &base, viewer)) } }
+                    } }
+                }
+            }
+        } }
+        @if more > 0 { p.muted { (more) " older comments are not shown." } }
+    };
+    Ok(html(layout(&format!("Comments{whose}"), Some(name), body)))
 }

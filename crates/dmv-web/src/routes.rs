@@ -18,7 +18,8 @@ pub struct PageRequest<'a> {
     /// The URL path after `/{repo}/`, percent-decoded.
     pub path: &'a str,
     /// The URL's query parameters, percent-decoded (`skip`, `after`,
-    /// `name`, `download`, `view`, `diff`, `q`, `in`, `rev`; others are ignored).
+    /// `name`, `download`, `view`, `diff`, `q`, `in`, `rev`, `mentioning`,
+    /// `by`, `here`, `all`; others are ignored).
     pub query: &'a BTreeMap<String, String>,
     /// The `Range` header, if any.
     pub range: Option<&'a str>,
@@ -85,11 +86,24 @@ pub fn respond(repo: &Repository, name: &str, req: &PageRequest<'_>) -> Reply {
                 b,
                 query("name").unwrap_or(""),
                 (query("from"), query("to")),
+                req.viewer,
             ),
             None => Err("compare needs two versions".into()),
         },
         "locks" if rest.is_empty() => pages::locks(repo, name, req.viewer),
-        "reviews" if rest.is_empty() => crate::review_pages::reviews(repo, name),
+        "reviews" if rest.is_empty() => crate::review_pages::reviews(repo, name, req.viewer),
+        "comments" => crate::review_pages::comments(
+            repo,
+            name,
+            if rest.is_empty() { "HEAD" } else { rest },
+            &crate::review_pages::CommentsAsked {
+                mentioning: query("mentioning"),
+                by: query("by"),
+                here: query("here").is_some(),
+                all: query("all").is_some(),
+            },
+            req.viewer,
+        ),
         "review" => crate::review_pages::review(repo, name, rest, req.viewer),
         "search" if rest.is_empty() => {
             let what = if query("in") == Some("commits") {

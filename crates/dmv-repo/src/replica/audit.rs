@@ -1,6 +1,6 @@
 //! The audit log of a served repository: who pushed which refs (old →
-//! new), locked, unlocked, broke a lock, uploaded from a browser and
-//! dropped data, and when. A server decides each event and records it
+//! new), locked, unlocked, broke a lock, uploaded from a browser,
+//! dropped data and mentioned someone in a comment, and when. A server decides each event and records it
 //! here (dmv-sync's serving code); people read it with `audit` and on the
 //! web UI's audit page.
 //!
@@ -41,7 +41,7 @@ pub struct AuditRef {
 pub struct AuditEvent {
     /// Seconds since 1970 (UTC).
     pub time: i64,
-    /// `push`, `lock`, `unlock`, `break-lock`, `upload` or `drop`.
+    /// `push`, `lock`, `unlock`, `break-lock`, `upload`, `drop` or `mention`.
     pub event: String,
     /// Who, as the server knows them (a token's user; over ssh the account).
     pub user: String,
@@ -57,10 +57,17 @@ pub struct AuditEvent {
     /// Paths left out to keep the line within its bound.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub more_paths: u64,
-    /// What else is worth saying (a drop's count and bytes freed).
+    /// What else is worth saying (a drop's count and bytes freed, a
+    /// comment's text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// The people a comment mentions (`@ann`), for a `mention` event.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mentions: Vec<String>,
 }
+
+/// Names one event lists as mentioned, at most.
+const MAX_MENTIONS: usize = 64;
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
@@ -91,6 +98,7 @@ impl AuditEvent {
             paths: Vec::new(),
             more_paths: 0,
             detail: None,
+            mentions: Vec::new(),
         }
     }
 
@@ -107,6 +115,10 @@ impl AuditEvent {
         }
         if let Some(d) = &mut self.detail {
             cut(d);
+        }
+        self.mentions.truncate(MAX_MENTIONS);
+        for m in &mut self.mentions {
+            cut(m);
         }
         // A path is at least a few bytes: more than this never fits.
         for (list, more) in [(self.paths.len(), 0), (self.refs.len(), 1)] {
@@ -128,6 +140,7 @@ impl AuditEvent {
                 self.more_paths += 1;
             } else if self.refs.pop().is_some() {
                 self.more_refs += 1;
+            } else if self.mentions.pop().is_some() {
             } else {
                 // Only its fixed fields are left: a few hundred bytes each at most.
                 self.detail = None;
@@ -290,6 +303,20 @@ mod tests {
         long.user = "u".repeat(100_000);
         long.paths = vec!["é".repeat(50_000); 3];
         assert!(long.line().len() <= MAX_EVENT_LINE);
+        // A comment's names: each cut, at most MAX_MENTIONS, then fewer to fit.
+        let mut named = event(0, 0);
+        named.detail = Some("d".repeat(10_000));
+        named.mentions = (0..1000)
+            .map(|i| format!("{i}{}", "n".repeat(600)))
+            .collect();
+        let line = named.line();
+        assert!(line.len() <= MAX_EVENT_LINE, "{}", line.len());
+        let back: AuditEvent = serde_json::from_slice(&line[..line.len() - 1]).unwrap();
+        assert!(!back.mentions.is_empty() && back.mentions.len() < MAX_MENTIONS);
+        assert!(back
+            .mentions
+            .iter()
+            .all(|m| m.len() <= MAX_FIELD + '…'.len_utf8()));
     }
 
     #[test]

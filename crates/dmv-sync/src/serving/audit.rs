@@ -1,5 +1,5 @@
 //! Recording what a server decided (a push, a lock, an unlock, a broken
-//! lock, an upload, a drop) where it decided it: in the audit log of the
+//! lock, an upload, a drop, a comment mentioning people) where it decided it: in the audit log of the
 //! repository served (dmv-repo's `audit`: `.dmv/audit/` of a directory, or
 //! one small object per event under `server/audit/` of a bucket, so the
 //! servers of one bucket never overwrite each other's), then told to the
@@ -34,6 +34,13 @@ impl Events {
     /// Events told to `sink`.
     pub fn to(sink: Arc<dyn EventSink>) -> Events {
         Events(Some(sink))
+    }
+
+    /// Tells the sink of a failure that recorded nothing.
+    pub fn failed(&self, why: &str) {
+        if let Some(sink) = &self.0 {
+            sink.failed(why);
+        }
     }
 
     fn tell(&self, event: &AuditEvent, failed: Option<String>) {
@@ -81,6 +88,53 @@ pub fn record_in_dir(repo: &Repository, events: &Events, event: AuditEvent) {
         .err()
         .map(|e| format!("cannot write the audit log in {}: {e}", repo.dmv.display()));
     events.tell(&event, failed);
+}
+
+/// The `mention` events of the move of `repo`'s review log from `old` to
+/// `new` (dmv-review's `notice`): one for each comment or reply it brings
+/// that names people, by its writer, naming its file, its text as the
+/// detail and the names as its mentions; past dmv-review's bound, one
+/// more event says how many were not told. The caller records each (a
+/// log that cannot be read is the caller's to report, not the move's).
+pub fn mention_events(
+    repo: &Repository,
+    old: Option<ObjectId>,
+    new: ObjectId,
+) -> Result<Vec<AuditEvent>, String> {
+    let (told, more) = dmv_review::mentions_brought(&dmv_review::HubRepo(repo), old, new)
+        .map_err(|e| format!("cannot read the mentions the review log brings: {e}"))?;
+    let mut events: Vec<AuditEvent> = told
+        .into_iter()
+        .map(|m| AuditEvent {
+            paths: vec![m.path],
+            detail: Some(format!("{}: {}", m.id.to_hex(), m.text)),
+            mentions: m.names,
+            ..AuditEvent::new("mention", &m.by)
+        })
+        .collect();
+    if more > 0 {
+        events.push(AuditEvent {
+            detail: Some(format!("{more} older comments with mentions are not told")),
+            ..AuditEvent::new("mention", "")
+        });
+    }
+    Ok(events)
+}
+
+/// Records in the audit log of the directory repository `repo` the
+/// mention events of its review log's move from `old` to `new`.
+pub fn record_mentions_in_dir(
+    repo: &Repository,
+    events: &Events,
+    old: Option<ObjectId>,
+    new: ObjectId,
+) {
+    match mention_events(repo, old, new) {
+        Ok(told) => told
+            .into_iter()
+            .for_each(|event| record_in_dir(repo, events, event)),
+        Err(why) => events.failed(&why),
+    }
 }
 
 /// The kind of shared record each event of a bucket's audit log is.

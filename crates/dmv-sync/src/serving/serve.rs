@@ -384,11 +384,18 @@ fn answer<R: Read, W: Write>(
                 .iter()
                 .map(|u| audit_ref(&u.name, u.old, u.new))
                 .collect();
+            let review_moved = updates
+                .iter()
+                .find(|u| u.name == REVIEW_LOG)
+                .and_then(|u| Some((u.old, u.new?)));
             let response = update_refs(repo, caller, updates, &who, &message)?;
             if matches!(response, Response::RefsUpdated) && !moved.is_empty() {
                 let mut event = AuditEvent::new("push", caller_label(caller));
                 event.refs = moved;
                 record_in_dir(repo, &caller.events, event);
+                if let Some((old, new)) = review_moved {
+                    crate::serving::audit::record_mentions_in_dir(repo, &caller.events, old, new);
+                }
             }
             out.message(&response).map_err(io_lost)?;
             repo.tidy_store();
