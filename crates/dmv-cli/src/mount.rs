@@ -26,6 +26,13 @@ pub struct MountArgs {
     /// commits/TIME-ID, each the folder of that commit.
     #[arg(long)]
     all: bool,
+    /// Show this replica's working tree instead, writable: every tracked
+    /// file listed at its real size whether or not its data is here (read
+    /// chunk by chunk as needed, and kept), changes written into the
+    /// working tree itself, so `dmv status` and `dmv commit` see them.
+    /// Given alone, the argument is the folder (outside the working tree).
+    #[arg(long, conflicts_with = "all")]
+    worktree: bool,
     /// Mount in a process of its own and return once the folder shows the
     /// revision (its messages in .dmv/mount.log).
     #[arg(long)]
@@ -42,15 +49,22 @@ pub struct UmountArgs {
 const LOG: &str = "mount.log";
 
 pub fn mount(a: MountArgs) -> Result<u8> {
-    let (rev, dir) = match (a.folder, a.all) {
+    let (rev, dir) = match (a.folder, a.all || a.worktree) {
+        (Some(_), true) if a.worktree => {
+            bail!("--worktree shows the working tree: give only the folder")
+        }
         (Some(_), true) => bail!("--all shows every revision: give only the folder"),
         (Some(dir), false) => (a.rev, dir),
         (None, _) => ("HEAD".to_string(), PathBuf::from(a.rev)),
     };
     let repo = open_repo()?;
-    let view = match a.all {
-        true => View::Everything,
-        false => View::Commit(repo.resolve(&rev)?),
+    let view = match (a.all, a.worktree) {
+        (true, _) => Some(View::Everything),
+        (_, true) => {
+            repo.require_worktree()?;
+            None
+        }
+        _ => Some(View::Commit(repo.resolve(&rev)?)),
     };
     let dir = std::fs::canonicalize(&dir)
         .with_context(|| format!("cannot mount at {}", dir.display()))?;
@@ -63,6 +77,8 @@ pub fn mount(a: MountArgs) -> Result<u8> {
     }
     let shown = if a.all {
         "every branch, tag and commit".to_string()
+    } else if a.worktree {
+        format!("the working tree of {}", repo.root.display())
     } else {
         rev.clone()
     };
@@ -71,6 +87,8 @@ pub fn mount(a: MountArgs) -> Result<u8> {
         let mut args = vec!["mount".into()];
         args.extend(if a.all {
             vec!["--all".into()]
+        } else if a.worktree {
+            vec!["--worktree".into()]
         } else {
             vec![rev.clone().into()]
         });
@@ -114,18 +132,13 @@ pub fn mount(a: MountArgs) -> Result<u8> {
     }
     let said_dir = dir.display().to_string();
     let report = Box::new(|line: &str| eprintln!("dmv: {}", printable(line)));
-    let served = dmv_mount::serve(
-        repo,
-        view,
-        &dir,
-        &stop,
-        || {
-            eprintln!(
-                "mounted {shown} at {said_dir}; `dmv umount {said_dir}` or Ctrl-C unmounts it"
-            )
-        },
-        report,
-    )?;
+    let said = || {
+        eprintln!("mounted {shown} at {said_dir}; `dmv umount {said_dir}` or Ctrl-C unmounts it")
+    };
+    let served = match view {
+        Some(view) => dmv_mount::serve(repo, view, &dir, &stop, said, report)?,
+        None => dmv_mount::serve_worktree(repo, &dir, &stop, said, report)?,
+    };
     match served.fetched {
         0 => eprintln!("unmounted {said_dir}"),
         n => eprintln!("unmounted {said_dir} ({n} bytes fetched from other replicas, kept here)"),

@@ -876,3 +876,194 @@ fn a_mount_reading_while_gc_gets_and_drops_run_loses_nothing() {
     }
     fsck_clean(&phone);
 }
+
+/// `dmv mount --worktree` in a meta replica: every tracked file is listed
+/// at its real size with none of its data here; a read fetches only what
+/// it touches and writes nothing into the working tree; what applications
+/// do (a new folder and file, an append to a file whose data was absent,
+/// an editor's save through a temporary file renamed over an absent file,
+/// a lock file made exclusively and renamed, a rename and a deletion of
+/// absent files, a folder copied out) is what `dmv status` shows and
+/// `dmv commit` commits, and the replica is whole after.
+#[test]
+fn a_meta_replica_mounted_as_its_working_tree_takes_changes_as_a_disk_does() {
+    if lacks(&[Need::Fuse]) {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let src = project(t.path());
+    let (_server, phone) = hub_and_meta_clone(t.path(), &src);
+    // Refused in one line: a folder inside the working tree, a revision with it.
+    std::fs::create_dir(phone.join("inside")).unwrap();
+    for args in [
+        vec!["mount", "--worktree", "inside"],
+        vec!["mount", "--worktree", "HEAD", "inside"],
+    ] {
+        let out = dmv_out(&phone, &args);
+        assert!(!out.status.success(), "{args:?}");
+        let err = stderr(&out);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains("working tree"), "{err}");
+    }
+    std::fs::remove_dir(phone.join("inside")).unwrap();
+    let m = Mounted::new(&phone, &t.path().join("mnt"), &["--worktree"]);
+
+    // Everything listed, nothing of it here.
+    assert_eq!(std::fs::read_dir(m.path("many")).unwrap().count(), 2000);
+    let film = std::fs::read(src.join("media/film.bin")).unwrap();
+    let shown = std::fs::metadata(m.path("media/film.bin")).unwrap();
+    assert_eq!(shown.len(), film.len() as u64);
+    assert_ne!(shown.permissions().mode() & 0o111, 0o111);
+    assert_ne!(
+        std::fs::metadata(m.path("run.sh"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o111,
+        0
+    );
+    assert_eq!(
+        std::fs::read_link(m.path("latest")).unwrap(),
+        Path::new("media/deep/er/Café au lait.txt")
+    );
+    assert!(
+        std::fs::read_dir(m.path(".dmv")).is_err(),
+        "the replica's own folder is hidden"
+    );
+    assert!(!phone.join("media").exists());
+
+    // A read brings the bytes, not a working-tree file.
+    assert_eq!(
+        std::fs::read_to_string(m.path("media/deep/er/Café au lait.txt")).unwrap(),
+        "crème\n"
+    );
+    assert!(!phone.join("media/deep/er/Café au lait.txt").exists());
+    // A folder copied out, fetched as it goes.
+    let out = t.path().join("out");
+    let cp = Command::new("cp")
+        .arg("-r")
+        .arg(m.path("media"))
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        cp.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cp.stderr)
+    );
+    assert!(std::fs::read(out.join("film.bin")).unwrap() == film);
+
+    // What applications do.
+    let many = |i: u32| format!("file {i}\n").repeat(i as usize % 7);
+    std::fs::create_dir(m.path("new")).unwrap();
+    std::fs::write(m.path("new/notes.txt"), "hello\n").unwrap();
+    let mut append = std::fs::OpenOptions::new()
+        .append(true)
+        .open(m.path("many/f00003.txt"))
+        .unwrap();
+    std::io::Write::write_all(&mut append, b"more\n").unwrap();
+    append.sync_all().unwrap();
+    drop(append);
+    // An editor's save: a temporary file, synced, renamed over the original.
+    let tmp = m.path("many/.f00004.txt.swp");
+    std::fs::write(&tmp, "saved\n").unwrap();
+    std::fs::File::open(&tmp).unwrap().sync_all().unwrap();
+    std::fs::rename(&tmp, m.path("many/f00004.txt")).unwrap();
+    // A tool's lock file: made exclusively (a second try fails), then renamed.
+    let lock = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(m.path("state.lock"))
+    };
+    std::io::Write::write_all(&mut lock().unwrap(), b"v2\n").unwrap();
+    assert_eq!(
+        lock().unwrap_err().kind(),
+        std::io::ErrorKind::AlreadyExists
+    );
+    std::fs::rename(m.path("state.lock"), m.path("state")).unwrap();
+    // A rename and a deletion of files whose data is absent.
+    std::fs::rename(m.path("many/f00010.txt"), m.path("many/moved.txt")).unwrap();
+    std::fs::remove_file(m.path("many/f00011.txt")).unwrap();
+    assert!(!m.path("many/f00011.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(m.path("many/moved.txt")).unwrap(),
+        many(10)
+    );
+    assert_eq!(
+        std::fs::read_to_string(m.path("many/f00003.txt")).unwrap(),
+        many(3) + "more\n"
+    );
+
+    let status = dmv(&phone, &["status", "--porcelain"]);
+    let mut lines: Vec<&str> = status.lines().collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            " M many/f00003.txt",
+            " M many/f00004.txt",
+            "?? new/notes.txt",
+            "?? state",
+            "D  many/f00011.txt",
+            "R  many/f00010.txt -> many/moved.txt",
+        ],
+        "{status}"
+    );
+    dmv(&phone, &["add", "."]);
+    dmv(&phone, &["commit", "-m", "through the mount"]);
+    let cat = |path: &str| dmv(&phone, &["cat", &format!("HEAD:{path}")]);
+    assert_eq!(cat("many/f00003.txt"), many(3) + "more\n");
+    assert_eq!(cat("many/f00004.txt"), "saved\n");
+    assert_eq!(cat("many/moved.txt"), many(10));
+    assert_eq!(cat("new/notes.txt"), "hello\n");
+    assert_eq!(cat("state"), "v2\n");
+    assert!(!dmv_out(&phone, &["cat", "HEAD:many/f00011.txt"])
+        .status
+        .success());
+    // Only what was written or read whole is in the working tree.
+    assert!(!phone.join("media/film.bin").exists());
+    assert!(!phone.join("many/moved.txt").exists());
+    m.unmount();
+    fsck_clean(&phone);
+}
+
+/// A write the application synced outlives a kill of the mount: it went
+/// to the working tree's file, and the folder is freed.
+#[test]
+fn a_worktree_mount_killed_loses_no_synced_write() {
+    if lacks(&[Need::Fuse]) {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let src = project(t.path());
+    let (_server, phone) = hub_and_meta_clone(t.path(), &src);
+    let dir = t.path().join("mnt");
+    std::fs::create_dir(&dir).unwrap();
+    let mut child: Child = dmv_cmd(&phone)
+        .args(["mount", "--worktree", dir.to_str().unwrap()])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !mounted_at(&dir) {
+        assert!(Instant::now() < deadline, "never mounted");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut f = std::fs::File::create(dir.join("many/take-2.txt")).unwrap();
+    std::io::Write::write_all(&mut f, b"kept\n").unwrap();
+    f.sync_all().unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(phone.join("many/take-2.txt")).unwrap(),
+        "kept\n"
+    );
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while mounted_at(&dir) {
+        assert!(Instant::now() < deadline, "still mounted after its kill");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(dmv(&phone, &["status", "--porcelain"]).contains("?? many/take-2.txt"));
+    fsck_clean(&phone);
+}

@@ -18,6 +18,8 @@ pub enum MountError {
     Unmount { dir: PathBuf, detail: String },
     #[error("{0} is not a folder")]
     NotAFolder(PathBuf),
+    #[error("cannot mount the working tree at {}: it is inside the working tree {} (or holds it); mount it outside", dir.display(), root.display())]
+    InsideWorktree { dir: PathBuf, root: PathBuf },
     #[error("mounting needs FUSE, which DMV supports on Linux only for now")]
     Unsupported,
 }

@@ -2,7 +2,10 @@
 //! FUSE. Listing a folder reads only its tree; reading a file reads only
 //! the chunks the read touches, fetched from the nearest replica that
 //! holds them when this one is partial (and kept, so a second read is
-//! local). Linux only for now: elsewhere [`serve`] says so.
+//! local). `dmv mount --worktree`: the replica's working tree as a
+//! writable folder, every tracked file shown whether or not its data is
+//! here ([`serve_worktree`]). Linux only for now: elsewhere [`serve`]
+//! says so.
 
 mod error;
 #[cfg(target_os = "linux")]
@@ -12,6 +15,10 @@ mod names;
 #[cfg(target_os = "linux")]
 mod reading;
 mod unmount;
+#[cfg(target_os = "linux")]
+mod worktree_fs;
+#[cfg(target_os = "linux")]
+mod worktree_names;
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -64,6 +71,40 @@ pub fn serve(
     }
 }
 
+/// Mounts the working tree of `repo` (a replica with one) at `dir`,
+/// writable, until the folder is unmounted or `stop` is set: its files
+/// are read and written where they lie in the working tree, and the
+/// tracked files whose data is absent are shown at their real size,
+/// fetched chunk by chunk as they are read. `dir` must be outside the
+/// working tree (a walk of the tree would enter the mount).
+pub fn serve_worktree(
+    repo: Repository,
+    dir: &Path,
+    stop: &AtomicBool,
+    mounted: impl FnOnce(),
+    report: Box<dyn Fn(&str) + Send + Sync>,
+) -> Result<Served, MountError> {
+    if !dir.is_dir() {
+        return Err(MountError::NotAFolder(dir.to_path_buf()));
+    }
+    repo.require_worktree()?;
+    if dir.starts_with(&repo.root) || repo.root.starts_with(dir) {
+        return Err(MountError::InsideWorktree {
+            dir: dir.to_path_buf(),
+            root: repo.root.clone(),
+        });
+    }
+    #[cfg(target_os = "linux")]
+    {
+        linux::serve_worktree(repo, dir, stop, mounted, report)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (stop, mounted, report);
+        Err(MountError::Unsupported)
+    }
+}
+
 #[cfg(target_os = "linux")]
 mod linux {
     use std::path::Path;
@@ -77,6 +118,7 @@ mod linux {
     use crate::fs::MountedFs;
     use crate::names::Namespace;
     use crate::reading::Reader;
+    use crate::worktree_fs::WorktreeFs;
     use crate::{MountError, Served, View};
 
     pub fn serve(
@@ -101,14 +143,50 @@ mod linux {
             &repo.store,
             report,
         );
+        let options = vec![MountOption::RO];
+        run(fs, dir, options, stop, mounted)?;
+        repo.tidy_store();
+        Ok(Served {
+            fetched: fetched.load(Ordering::Relaxed),
+        })
+    }
+
+    pub fn serve_worktree(
+        repo: Repository,
+        dir: &Path,
+        stop: &AtomicBool,
+        mounted: impl FnOnce(),
+        report: Box<dyn Fn(&str) + Send + Sync>,
+    ) -> Result<Served, MountError> {
+        let repo: &'static Repository = Box::leak(Box::new(repo));
+        let fetched = Arc::new(AtomicU64::new(0));
+        let fs = WorktreeFs::new(repo, Reader::new(repo, fetched.clone()), report)?;
+        // The kernel checks each file's mode, as the disk's own files are checked.
+        let options = vec![MountOption::RW, MountOption::DefaultPermissions];
+        run(fs, dir, options, stop, mounted)?;
+        repo.tidy_store();
+        Ok(Served {
+            fetched: fetched.load(Ordering::Relaxed),
+        })
+    }
+
+    /// Mounts `fs` at `dir` with `options` and answers the kernel until
+    /// the folder is unmounted or `stop` is set.
+    fn run(
+        fs: impl fuser::Filesystem + 'static,
+        dir: &Path,
+        mut options: Vec<MountOption>,
+        stop: &AtomicBool,
+        mounted: impl FnOnce(),
+    ) -> Result<(), MountError> {
         let mut config = Config::default();
-        config.mount_options = vec![
-            MountOption::RO,
+        options.extend([
             MountOption::NoDev,
             MountOption::NoSuid,
             MountOption::FSName("dmv".into()),
             MountOption::Subtype("dmv".into()),
-        ];
+        ]);
+        config.mount_options = options;
         if may_unmount_when_killed() {
             // fusermount3 unmounts the folder even when this process is killed: no folder is left dead.
             config.mount_options.push(MountOption::AutoUnmount);
@@ -131,10 +209,6 @@ mod linux {
         ended.map_err(|source| MountError::Mount {
             dir: dir.to_path_buf(),
             source,
-        })?;
-        repo.tidy_store();
-        Ok(Served {
-            fetched: fetched.load(Ordering::Relaxed),
         })
     }
 

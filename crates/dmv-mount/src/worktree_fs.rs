@@ -1,0 +1,784 @@
+//! The kernel's side of a mounted working tree: the replica's own working
+//! tree, passed through (its files are read and written where they lie,
+//! so `dmv status`, `dmv commit` and a watcher see every change as they
+//! see a change made on the disk), with the tracked files whose data is
+//! absent shown beside them at their real size. Reading an absent file
+//! fetches only the chunks the read touches (as the read-only mount does)
+//! and keeps them; opening it to write, truncating it or renaming it over
+//! another file first writes it into the working tree (`dmv get`);
+//! deleting or renaming it changes only the dirstate (`dmv rm --cached`,
+//! `dmv mv`), so nothing is fetched for that.
+
+use std::collections::HashMap;
+use std::ffi::{CString, OsStr};
+use std::fs::File;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use dmv_repo::store::object::EntryKind;
+use dmv_repo::Repository;
+use fuser::{
+    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
+    KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
+    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow,
+    WriteFlags,
+};
+
+use crate::reading::{OpenFile, Reader};
+use crate::worktree_names::{join, split, Absent, AbsentFile, Inodes, RelPath, ROOT};
+
+/// How long the kernel may keep a name or its attributes: the working
+/// tree also changes outside the mount (a checkout, a `get`).
+const KEPT: Duration = Duration::from_secs(1);
+
+/// The replica's own folder, never shown.
+const DMV_DIR: &[u8] = b".dmv";
+
+/// An open file: the working tree's file itself, or an absent file's
+/// content read from the store (read-only).
+enum Handle {
+    Disk(File),
+    Store(Arc<OpenFile>),
+}
+
+pub struct WorktreeFs {
+    repo: &'static Repository,
+    reader: Reader,
+    names: Mutex<Inodes>,
+    absent: Mutex<Absent>,
+    open: Mutex<HashMap<u64, Arc<Handle>>>,
+    next_handle: AtomicU64,
+    /// Absent files show HEAD's commit time.
+    head_time: SystemTime,
+    owner: (u32, u32),
+    report: Box<dyn Fn(&str) + Send + Sync>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn errno(e: &std::io::Error) -> Errno {
+    Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO))
+}
+
+fn c_path(path: &std::path::Path) -> Result<CString, Errno> {
+    CString::new(path.as_os_str().as_bytes()).map_err(|_| Errno::EINVAL)
+}
+
+fn system_time(t: TimeOrNow) -> SystemTime {
+    match t {
+        TimeOrNow::SpecificTime(t) => t,
+        TimeOrNow::Now => SystemTime::now(),
+    }
+}
+
+impl WorktreeFs {
+    pub fn new(
+        repo: &'static Repository,
+        reader: Reader,
+        report: Box<dyn Fn(&str) + Send + Sync>,
+    ) -> dmv_repo::RepoResult<WorktreeFs> {
+        let head_time = match repo.head_commit()? {
+            Some(id) => {
+                UNIX_EPOCH + Duration::from_secs(repo.commit(&id)?.committer.time.max(0) as u64)
+            }
+            None => SystemTime::now(),
+        };
+        let mut absent = Absent::default();
+        absent.refresh(repo)?;
+        // SAFETY: getuid and getgid cannot fail.
+        let owner = unsafe { (libc::getuid(), libc::getgid()) };
+        Ok(WorktreeFs {
+            repo,
+            reader,
+            names: Mutex::new(Inodes::default()),
+            absent: Mutex::new(absent),
+            open: Mutex::new(HashMap::new()),
+            next_handle: AtomicU64::new(1),
+            head_time,
+            owner,
+            report,
+        })
+    }
+
+    fn disk(&self, path: &[u8]) -> PathBuf {
+        self.repo.root.join(OsStr::from_bytes(path))
+    }
+
+    fn path_of(&self, ino: INodeNo) -> Result<RelPath, Errno> {
+        lock(&self.names).path(ino.0).ok_or(Errno::ENOENT)
+    }
+
+    fn child_of(&self, parent: INodeNo, name: &OsStr) -> Result<RelPath, Errno> {
+        let parent = self.path_of(parent)?;
+        let name = name.as_bytes();
+        if parent.is_empty() && name == DMV_DIR {
+            return Err(Errno::EACCES);
+        }
+        Ok(join(&parent, name))
+    }
+
+    /// The absent entries, read again if the dirstate changed.
+    fn absent(&self) -> MutexGuard<'_, Absent> {
+        let mut absent = lock(&self.absent);
+        if let Err(e) = absent.refresh(self.repo) {
+            (self.report)(&format!("cannot read the dirstate: {e}"));
+        }
+        absent
+    }
+
+    fn failed(&self, what: &str, path: &[u8], why: &str) -> Errno {
+        (self.report)(&format!(
+            "cannot {what} {}: {why}",
+            String::from_utf8_lossy(path)
+        ));
+        Errno::EIO
+    }
+
+    fn disk_attr(&self, ino: u64, meta: &std::fs::Metadata) -> FileAttr {
+        let kind = match meta.file_type() {
+            t if t.is_dir() => FileType::Directory,
+            t if t.is_symlink() => FileType::Symlink,
+            _ => FileType::RegularFile,
+        };
+        let time = |s: i64, ns: i64| {
+            UNIX_EPOCH + Duration::from_secs(s.max(0) as u64) + Duration::from_nanos(ns as u64)
+        };
+        FileAttr {
+            ino: INodeNo(ino),
+            size: meta.size(),
+            blocks: meta.blocks(),
+            atime: time(meta.atime(), meta.atime_nsec()),
+            mtime: time(meta.mtime(), meta.mtime_nsec()),
+            ctime: time(meta.ctime(), meta.ctime_nsec()),
+            crtime: time(meta.ctime(), meta.ctime_nsec()),
+            kind,
+            perm: (meta.mode() & 0o7777) as u16,
+            nlink: meta.nlink() as u32,
+            uid: meta.uid(),
+            gid: meta.gid(),
+            rdev: 0,
+            blksize: meta.blksize() as u32,
+            flags: 0,
+        }
+    }
+
+    fn absent_attr(&self, ino: u64, file: Option<&AbsentFile>) -> FileAttr {
+        let (kind, perm, size) = match file {
+            None => (FileType::Directory, 0o755, 0),
+            Some(f) => match f.kind {
+                EntryKind::Symlink => (FileType::Symlink, 0o777, f.size),
+                EntryKind::Executable => (FileType::RegularFile, 0o755, f.size),
+                _ => (FileType::RegularFile, 0o644, f.size),
+            },
+        };
+        FileAttr {
+            ino: INodeNo(ino),
+            size,
+            blocks: size.div_ceil(512),
+            atime: self.head_time,
+            mtime: self.head_time,
+            ctime: self.head_time,
+            crtime: self.head_time,
+            kind,
+            perm,
+            nlink: if file.is_none() { 2 } else { 1 },
+            uid: self.owner.0,
+            gid: self.owner.1,
+            rdev: 0,
+            blksize: 1 << 20,
+            flags: 0,
+        }
+    }
+
+    /// What `path` is: a file or folder on disk, an absent file, or a
+    /// folder of absent files only.
+    fn attr_of(&self, path: &[u8]) -> Result<FileAttr, Errno> {
+        let ino = lock(&self.names).number(path);
+        match std::fs::symlink_metadata(self.disk(path)) {
+            Ok(meta) => return Ok(self.disk_attr(ino, &meta)),
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(errno(&e)),
+            Err(_) => {}
+        }
+        let absent = self.absent();
+        match absent.file(path) {
+            Some(f) => Ok(self.absent_attr(ino, Some(f))),
+            None if absent.is_folder(path) => Ok(self.absent_attr(ino, None)),
+            None => Err(Errno::ENOENT),
+        }
+    }
+
+    /// Writes absent file `path` into the working tree (fetching what is not here).
+    fn bring(&self, path: &[u8]) -> Result<(), Errno> {
+        let options = dmv_sync::GetOptions {
+            paths: vec![path.to_vec()],
+            ..Default::default()
+        };
+        let got = dmv_sync::get(self.repo, &options, &dmv_sync::Silent);
+        lock(&self.absent).outdated();
+        got.map(|_| ())
+            .map_err(|e| self.failed("fetch", path, &e.to_string()))
+    }
+
+    /// Makes the folders of `path` on disk (a folder of absent files only is not there yet).
+    fn make_parents(&self, path: &[u8]) -> Result<(), Errno> {
+        let (parent, _) = split(path);
+        if parent.is_empty() {
+            return Ok(());
+        }
+        std::fs::create_dir_all(self.disk(parent)).map_err(|e| errno(&e))
+    }
+
+    fn is_absent_file(&self, path: &[u8]) -> bool {
+        self.disk(path).symlink_metadata().is_err() && self.absent().file(path).is_some()
+    }
+
+    fn handle(&self, fh: FileHandle) -> Result<Arc<Handle>, Errno> {
+        lock(&self.open).get(&fh.0).cloned().ok_or(Errno::EBADF)
+    }
+
+    fn keep(&self, handle: Handle) -> FileHandle {
+        let n = self.next_handle.fetch_add(1, Ordering::Relaxed);
+        lock(&self.open).insert(n, Arc::new(handle));
+        FileHandle(n)
+    }
+
+    fn open_disk(&self, path: &[u8], flags: i32, mode: Option<u32>) -> Result<File, Errno> {
+        let c = c_path(&self.disk(path))?;
+        let flags = flags & !libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        // SAFETY: `c` is a valid C string; the descriptor is owned by the File below.
+        let fd = unsafe { libc::open(c.as_ptr(), flags, mode.unwrap_or(0)) };
+        if fd < 0 {
+            return Err(errno(&std::io::Error::last_os_error()));
+        }
+        // SAFETY: `fd` was just opened and is owned by nobody else.
+        Ok(unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+    }
+}
+
+impl Filesystem for WorktreeFs {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        let _ = config.set_max_readahead(1 << 20);
+        let _ = config.add_capabilities(InitFlags::FUSE_BIG_WRITES);
+        Ok(())
+    }
+
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        match self
+            .child_of(parent, name)
+            .and_then(|path| self.attr_of(&path))
+        {
+            Ok(attr) => reply.entry(&KEPT, &attr, Generation(0)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        match self.path_of(ino).and_then(|path| self.attr_of(&path)) {
+            Ok(attr) => reply.attr(&KEPT, &attr),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        _uid: Option<u32>,
+        _gid: Option<u32>,
+        size: Option<u64>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        let done = (|| {
+            let path = self.path_of(ino)?;
+            if self.is_absent_file(&path) {
+                self.bring(&path)?;
+            }
+            let disk = self.disk(&path);
+            if let Some(size) = size {
+                let by_handle = fh.and_then(|fh| self.handle(fh).ok());
+                match by_handle.as_deref() {
+                    Some(Handle::Disk(file)) => file.set_len(size),
+                    _ => std::fs::OpenOptions::new()
+                        .write(true)
+                        .open(&disk)
+                        .and_then(|f| f.set_len(size)),
+                }
+                .map_err(|e| errno(&e))?;
+            }
+            if let Some(mode) = mode {
+                std::fs::set_permissions(&disk, std::fs::Permissions::from_mode(mode & 0o7777))
+                    .map_err(|e| errno(&e))?;
+            }
+            if atime.is_some() || mtime.is_some() {
+                let times = std::fs::FileTimes::new();
+                let times = match atime {
+                    Some(t) => times.set_accessed(system_time(t)),
+                    None => times,
+                };
+                let times = match mtime {
+                    Some(t) => times.set_modified(system_time(t)),
+                    None => times,
+                };
+                File::options()
+                    .write(true)
+                    .open(&disk)
+                    .or_else(|_| File::open(&disk))
+                    .and_then(|f| f.set_times(times))
+                    .map_err(|e| errno(&e))?;
+            }
+            self.attr_of(&path)
+        })();
+        match done {
+            Ok(attr) => reply.attr(&KEPT, &attr),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        let path = match self.path_of(ino) {
+            Ok(p) => p,
+            Err(e) => return reply.error(e),
+        };
+        match std::fs::read_link(self.disk(&path)) {
+            Ok(target) => return reply.data(target.as_os_str().as_bytes()),
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return reply.error(errno(&e)),
+            Err(_) => {}
+        }
+        let id = match self.absent().file(&path) {
+            Some(f) if f.kind == EntryKind::Symlink => f.id,
+            _ => return reply.error(Errno::EINVAL),
+        };
+        match self.reader.link_target(&id) {
+            Ok(target) => reply.data(&target),
+            Err(e) => reply.error(self.failed("read the link", &path, &e)),
+        }
+    }
+
+    fn mkdir(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        reply: ReplyEntry,
+    ) {
+        let made = (|| {
+            let path = self.child_of(parent, name)?;
+            if self.absent().any_at_or_under(&path) {
+                return Err(Errno::EEXIST);
+            }
+            self.make_parents(&path)?;
+            std::fs::create_dir(self.disk(&path)).map_err(|e| errno(&e))?;
+            let _ = std::fs::set_permissions(
+                self.disk(&path),
+                std::fs::Permissions::from_mode(mode & !umask & 0o7777),
+            );
+            self.attr_of(&path)
+        })();
+        match made {
+            Ok(attr) => reply.entry(&KEPT, &attr, Generation(0)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let done = (|| {
+            let path = self.child_of(parent, name)?;
+            match std::fs::remove_file(self.disk(&path)) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(errno(&e)),
+                Err(_) => {}
+            }
+            if self.absent().file(&path).is_none() {
+                return Err(Errno::ENOENT);
+            }
+            // Its data is not here: the deletion is the dirstate's alone.
+            let removed = self.repo.worktree().rm(std::slice::from_ref(&path), true);
+            lock(&self.absent).outdated();
+            removed
+                .map(|_| ())
+                .map_err(|e| self.failed("delete", &path, &e.to_string()))
+        })();
+        match done {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let done = (|| {
+            let path = self.child_of(parent, name)?;
+            if self.absent().is_folder(&path) {
+                return Err(Errno::ENOTEMPTY);
+            }
+            std::fs::remove_dir(self.disk(&path)).map_err(|e| errno(&e))
+        })();
+        match done {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn symlink(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        link_name: &OsStr,
+        target: &std::path::Path,
+        reply: ReplyEntry,
+    ) {
+        let made = (|| {
+            let path = self.child_of(parent, link_name)?;
+            if self.absent().any_at_or_under(&path) {
+                return Err(Errno::EEXIST);
+            }
+            self.make_parents(&path)?;
+            std::os::unix::fs::symlink(target, self.disk(&path)).map_err(|e| errno(&e))?;
+            self.attr_of(&path)
+        })();
+        match made {
+            Ok(attr) => reply.entry(&KEPT, &attr, Generation(0)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn rename(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        let done = (|| {
+            let from = self.child_of(parent, name)?;
+            let to = self.child_of(newparent, newname)?;
+            if flags.contains(RenameFlags::RENAME_EXCHANGE) {
+                return Err(Errno::EINVAL);
+            }
+            let target_there =
+                self.disk(&to).symlink_metadata().is_ok() || self.absent().any_at_or_under(&to);
+            if flags.contains(RenameFlags::RENAME_NOREPLACE) && target_there {
+                return Err(Errno::EEXIST);
+            }
+            let holds_absent = self.absent().any_at_or_under(&from);
+            if holds_absent && self.is_absent_file(&from) && target_there {
+                // Over another file: it is brought here, then renamed as on a disk.
+                self.bring(&from)?;
+            } else if holds_absent {
+                if target_there {
+                    // A folder with absent files onto another: `mv` copies instead.
+                    return Err(Errno::EXDEV);
+                }
+                // Only entries move for what is absent; the rest moves on disk.
+                let moved = self.repo.worktree().mv(&from, &to);
+                lock(&self.absent).outdated();
+                moved.map_err(|e| self.failed("rename", &from, &e.to_string()))?;
+                lock(&self.names).renamed(&from, &to);
+                return Ok(());
+            }
+            self.make_parents(&to)?;
+            std::fs::rename(self.disk(&from), self.disk(&to)).map_err(|e| errno(&e))?;
+            lock(&self.names).renamed(&from, &to);
+            Ok(())
+        })();
+        match done {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        let opened = (|| {
+            let path = self.path_of(ino)?;
+            let writing =
+                flags.0 & libc::O_ACCMODE != libc::O_RDONLY || flags.0 & libc::O_TRUNC != 0;
+            if self.is_absent_file(&path) {
+                let file = self.absent().file(&path).copied();
+                match file {
+                    Some(f) if !writing => {
+                        let open = self
+                            .reader
+                            .open(f.id, f.size, String::from_utf8_lossy(&path).into_owned())
+                            .map_err(|e| self.failed("open", &path, &e))?;
+                        // The content of a version never changes: the kernel may keep its pages.
+                        return Ok((
+                            self.keep(Handle::Store(Arc::new(open))),
+                            FopenFlags::FOPEN_KEEP_CACHE,
+                        ));
+                    }
+                    Some(_) => self.bring(&path)?,
+                    None => {}
+                }
+            }
+            let file = self.open_disk(&path, flags.0, None)?;
+            Ok((self.keep(Handle::Disk(file)), FopenFlags::empty()))
+        })();
+        match opened {
+            Ok((fh, how)) => reply.opened(fh, how),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn create(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        flags: i32,
+        reply: ReplyCreate,
+    ) {
+        let made = (|| {
+            let path = self.child_of(parent, name)?;
+            if self.is_absent_file(&path) {
+                if flags & libc::O_EXCL != 0 {
+                    return Err(Errno::EEXIST);
+                }
+                self.bring(&path)?;
+            }
+            self.make_parents(&path)?;
+            let file = self.open_disk(&path, flags | libc::O_CREAT, Some(mode & !umask))?;
+            let attr = self.attr_of(&path)?;
+            Ok((attr, self.keep(Handle::Disk(file))))
+        })();
+        match made {
+            Ok((attr, fh)) => reply.created(&KEPT, &attr, Generation(0), fh, FopenFlags::empty()),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let handle = match self.handle(fh) {
+            Ok(h) => h,
+            Err(e) => return reply.error(e),
+        };
+        match &*handle {
+            Handle::Disk(file) => {
+                let mut buf = vec![0u8; size as usize];
+                let mut got = 0;
+                while got < buf.len() {
+                    match file.read_at(&mut buf[got..], offset + got as u64) {
+                        Ok(0) => break,
+                        Ok(n) => got += n,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(e) => return reply.error(errno(&e)),
+                    }
+                }
+                reply.data(&buf[..got])
+            }
+            Handle::Store(file) => match self.reader.read(file, offset, size) {
+                Ok(bytes) => reply.data(bytes.as_slice()),
+                Err(e) => reply.error(self.failed("read", file.path.as_bytes(), &e)),
+            },
+        }
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        match self.handle(fh).as_deref() {
+            Ok(Handle::Disk(file)) => match file.write_all_at(data, offset) {
+                Ok(()) => reply.written(data.len() as u32),
+                Err(e) => reply.error(errno(&e)),
+            },
+            Ok(Handle::Store(_)) => reply.error(Errno::EBADF),
+            Err(e) => reply.error(*e),
+        }
+    }
+
+    fn flush(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _lock_owner: LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        reply.ok();
+    }
+
+    fn fsync(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        match self.handle(fh).as_deref() {
+            Ok(Handle::Disk(file)) => {
+                let synced = if datasync {
+                    file.sync_data()
+                } else {
+                    file.sync_all()
+                };
+                match synced {
+                    Ok(()) => reply.ok(),
+                    Err(e) => reply.error(errno(&e)),
+                }
+            }
+            Ok(Handle::Store(_)) => reply.ok(),
+            Err(e) => reply.error(*e),
+        }
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        lock(&self.open).remove(&fh.0);
+        reply.ok();
+    }
+
+    fn readdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
+        let path = match self.path_of(ino) {
+            Ok(p) => p,
+            Err(e) => return reply.error(e),
+        };
+        // The folder's names on disk, then the absent ones not on disk.
+        let mut entries: Vec<(Vec<u8>, FileType)> = Vec::new();
+        let on_disk = match std::fs::read_dir(self.disk(&path)) {
+            Ok(dir) => dir.filter_map(Result::ok).collect::<Vec<_>>(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return reply.error(errno(&e)),
+        };
+        let mut seen = std::collections::HashSet::new();
+        for e in on_disk {
+            let name = e.file_name().as_bytes().to_vec();
+            if path.is_empty() && name == DMV_DIR {
+                continue;
+            }
+            let kind = match e.file_type() {
+                Ok(t) if t.is_dir() => FileType::Directory,
+                Ok(t) if t.is_symlink() => FileType::Symlink,
+                _ => FileType::RegularFile,
+            };
+            seen.insert(name.clone());
+            entries.push((name, kind));
+        }
+        {
+            let absent = self.absent();
+            if entries.is_empty() && !absent.is_folder(&path) && !self.disk(&path).is_dir() {
+                return reply.error(Errno::ENOENT);
+            }
+            for name in absent.children(&path) {
+                if seen.contains(name) {
+                    continue;
+                }
+                let child = join(&path, name);
+                let kind = match absent.file(&child) {
+                    Some(f) if f.kind == EntryKind::Symlink => FileType::Symlink,
+                    Some(_) => FileType::RegularFile,
+                    None => FileType::Directory,
+                };
+                entries.push((name.to_vec(), kind));
+            }
+        }
+        let parent_path = split(&path).0.to_vec();
+        let mut names = lock(&self.names);
+        let dots = [
+            (b".".to_vec(), ino.0, FileType::Directory),
+            (
+                b"..".to_vec(),
+                if ino.0 == ROOT {
+                    ROOT
+                } else {
+                    names.number(&parent_path)
+                },
+                FileType::Directory,
+            ),
+        ];
+        let listed = entries
+            .into_iter()
+            .map(|(name, kind)| {
+                let n = names.number(&join(&path, &name));
+                (name, n, kind)
+            })
+            .collect::<Vec<_>>();
+        drop(names);
+        for (i, (name, n, kind)) in dots
+            .into_iter()
+            .chain(listed)
+            .enumerate()
+            .skip(offset as usize)
+        {
+            if reply.add(INodeNo(n), i as u64 + 1, kind, OsStr::from_bytes(&name)) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        let Ok(c) = c_path(&self.repo.root) else {
+            return reply.error(Errno::EINVAL);
+        };
+        // SAFETY: `c` is a valid C string and `st` a zeroed statvfs to fill.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+            return reply.error(errno(&std::io::Error::last_os_error()));
+        }
+        reply.statfs(
+            st.f_blocks as u64,
+            st.f_bfree as u64,
+            st.f_bavail as u64,
+            st.f_files as u64,
+            st.f_ffree as u64,
+            st.f_bsize as u32,
+            st.f_namemax as u32,
+            st.f_frsize as u32,
+        );
+    }
+}

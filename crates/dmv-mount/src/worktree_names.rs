@@ -1,0 +1,223 @@
+//! What a mounted working tree knows of its names: the tracked files
+//! whose data is absent (the dirstate's absent entries), shown as files
+//! of their real size in folders that may not exist on disk, read again
+//! whenever the dirstate file changes (a `get`, a `drop`, a commit from
+//! another command); and the inode number the kernel knows each path by.
+
+use std::collections::{BTreeSet, HashMap};
+use std::time::SystemTime;
+
+use dmv_repo::store::object::EntryKind;
+use dmv_repo::store::ObjectId;
+use dmv_repo::{RepoResult, Repository};
+
+/// A path inside the working tree: `/`-separated bytes, "" the root.
+pub type RelPath = Vec<u8>;
+
+/// The inode number of the root.
+pub const ROOT: u64 = 1;
+
+/// A tracked file whose data is not here.
+#[derive(Clone, Copy, Debug)]
+pub struct AbsentFile {
+    /// Its content (a chunk or a file node; a symlink's target).
+    pub id: ObjectId,
+    /// Its length.
+    pub size: u64,
+    /// File, executable or symlink.
+    pub kind: EntryKind,
+}
+
+/// The absent files, and the folders they imply (each with its children's names).
+#[derive(Default)]
+pub struct Absent {
+    files: HashMap<RelPath, AbsentFile>,
+    folders: HashMap<RelPath, BTreeSet<Vec<u8>>>,
+    /// The dirstate file's modification time and length when read.
+    stamp: Option<(SystemTime, u64)>,
+}
+
+/// The parent folder of `path` and its last name.
+pub fn split(path: &[u8]) -> (&[u8], &[u8]) {
+    match path.iter().rposition(|b| *b == b'/') {
+        Some(i) => (&path[..i], &path[i + 1..]),
+        None => (&[], path),
+    }
+}
+
+/// `name` inside folder `parent`.
+pub fn join(parent: &[u8], name: &[u8]) -> RelPath {
+    if parent.is_empty() {
+        name.to_vec()
+    } else {
+        [parent, b"/", name].concat()
+    }
+}
+
+fn stamp_of(repo: &Repository) -> Option<(SystemTime, u64)> {
+    let meta = std::fs::metadata(repo.dmv.join("dirstate")).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
+impl Absent {
+    /// Reads the absent entries again if the dirstate changed since.
+    pub fn refresh(&mut self, repo: &Repository) -> RepoResult<()> {
+        let stamp = stamp_of(repo);
+        if stamp.is_some() && stamp == self.stamp {
+            return Ok(());
+        }
+        let ds = repo.load_dirstate()?;
+        let mut fresh = Absent {
+            stamp,
+            ..Absent::default()
+        };
+        for (path, entry) in ds.entries.iter().filter(|(_, e)| e.is_absent()) {
+            fresh.files.insert(
+                path.to_vec(),
+                AbsentFile {
+                    id: entry.id,
+                    size: entry.size,
+                    kind: entry.kind,
+                },
+            );
+            // Each folder up to the root lists the name below it.
+            let mut child: &[u8] = path;
+            loop {
+                let (parent, name) = split(child);
+                let new = fresh
+                    .folders
+                    .entry(parent.to_vec())
+                    .or_default()
+                    .insert(name.to_vec());
+                if !new || child.is_empty() || parent.is_empty() {
+                    break;
+                }
+                child = parent;
+            }
+        }
+        *self = fresh;
+        Ok(())
+    }
+
+    /// Forgets the dirstate's stamp: the next look reads it again.
+    pub fn outdated(&mut self) {
+        self.stamp = None;
+    }
+
+    /// The absent file at `path`.
+    pub fn file(&self, path: &[u8]) -> Option<&AbsentFile> {
+        self.files.get(path)
+    }
+
+    /// Whether `path` is a folder holding absent files (at any depth).
+    pub fn is_folder(&self, path: &[u8]) -> bool {
+        self.folders.contains_key(path)
+    }
+
+    /// The names of the absent files and folders directly in `path`.
+    pub fn children(&self, path: &[u8]) -> impl Iterator<Item = &[u8]> {
+        self.folders
+            .get(path)
+            .into_iter()
+            .flat_map(|names| names.iter().map(Vec::as_slice))
+    }
+
+    /// Whether anything absent is at or under `path`.
+    pub fn any_at_or_under(&self, path: &[u8]) -> bool {
+        self.files.contains_key(path) || self.folders.contains_key(path)
+    }
+}
+
+/// The inode numbers handed to the kernel, each for one path.
+pub struct Inodes {
+    paths: HashMap<u64, RelPath>,
+    numbers: HashMap<RelPath, u64>,
+    next: u64,
+}
+
+impl Default for Inodes {
+    fn default() -> Inodes {
+        Inodes {
+            paths: HashMap::from([(ROOT, Vec::new())]),
+            numbers: HashMap::from([(Vec::new(), ROOT)]),
+            next: ROOT + 1,
+        }
+    }
+}
+
+impl Inodes {
+    /// The number of `path`, given one the first time it is asked.
+    pub fn number(&mut self, path: &[u8]) -> u64 {
+        if let Some(&n) = self.numbers.get(path) {
+            return n;
+        }
+        let n = self.next;
+        self.next += 1;
+        self.paths.insert(n, path.to_vec());
+        self.numbers.insert(path.to_vec(), n);
+        n
+    }
+
+    /// The path inode `ino` stands for.
+    pub fn path(&self, ino: u64) -> Option<RelPath> {
+        self.paths.get(&ino).cloned()
+    }
+
+    /// `from` and everything under it now live at `to` (a rename): their
+    /// numbers go with them, and what `to` was numbered before is forgotten.
+    pub fn renamed(&mut self, from: &[u8], to: &[u8]) {
+        let under = |p: &[u8], root: &[u8]| {
+            p == root || (p.len() > root.len() && p.starts_with(root) && p[root.len()] == b'/')
+        };
+        let replaced: Vec<RelPath> = self
+            .numbers
+            .keys()
+            .filter(|p| under(p, to))
+            .cloned()
+            .collect();
+        for p in replaced {
+            if let Some(n) = self.numbers.remove(&p) {
+                self.paths.remove(&n);
+            }
+        }
+        let moving: Vec<(RelPath, u64)> = self
+            .numbers
+            .iter()
+            .filter(|(p, _)| under(p, from))
+            .map(|(p, n)| (p.clone(), *n))
+            .collect();
+        for (p, n) in moving {
+            self.numbers.remove(&p);
+            let moved = [to, &p[from.len()..]].concat();
+            self.paths.insert(n, moved.clone());
+            self.numbers.insert(moved, n);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rename_carries_the_numbers_of_a_folder_and_what_is_under_it() {
+        let mut inodes = Inodes::default();
+        let a = inodes.number(b"a");
+        let ab = inodes.number(b"a/b");
+        let ab2 = inodes.number(b"ab");
+        let old_c = inodes.number(b"c");
+        inodes.renamed(b"a", b"c");
+        assert_eq!(inodes.path(a).unwrap(), b"c");
+        assert_eq!(inodes.path(ab).unwrap(), b"c/b");
+        assert_eq!(
+            inodes.path(ab2).unwrap(),
+            b"ab",
+            "a name that only starts alike stays"
+        );
+        assert!(inodes.path(old_c).is_none());
+        assert_eq!(inodes.number(b"c/b"), ab);
+        assert_eq!(split(b"x/y/z"), (&b"x/y"[..], &b"z"[..]));
+        assert_eq!(split(b"z"), (&b""[..], &b"z"[..]));
+        assert_eq!(join(b"", b"z"), b"z");
+    }
+}
