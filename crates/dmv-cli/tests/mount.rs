@@ -1067,3 +1067,46 @@ fn a_worktree_mount_killed_loses_no_synced_write() {
     assert!(dmv(&phone, &["status", "--porcelain"]).contains("?? many/take-2.txt"));
     fsck_clean(&phone);
 }
+
+/// A watcher in a meta replica whose working tree is mounted commits what
+/// is written through the mount, the whole library still listed there.
+#[test]
+fn a_watcher_commits_what_is_written_through_a_worktree_mount() {
+    if lacks(&[Need::Fuse]) {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let src = project(t.path());
+    let (_server, phone) = hub_and_meta_clone(t.path(), &src);
+    let m = Mounted::new(&phone, &t.path().join("mnt"), &["--worktree"]);
+    ok(&dmv_out(
+        &phone,
+        &["watch", "--background", "--quiet", "0.3"],
+    ));
+    std::fs::write(m.path("many/from-the-phone.txt"), "shot on the phone\n").unwrap();
+    std::fs::remove_file(m.path("many/f00020.txt")).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let listed = dmv(&phone, &["ls-files"]);
+        if listed.contains("many/from-the-phone.txt") && !listed.contains("many/f00020.txt") {
+            let said = dmv(&phone, &["status", "--porcelain"]);
+            if said.trim().is_empty() {
+                break;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never committed: {}",
+            dmv(&phone, &["status"])
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        dmv(&phone, &["cat", "HEAD:many/from-the-phone.txt"]),
+        "shot on the phone\n"
+    );
+    assert_eq!(std::fs::read_dir(m.path("many")).unwrap().count(), 2000);
+    dmv(&phone, &["watch", "--stop"]);
+    m.unmount();
+    fsck_clean(&phone);
+}
