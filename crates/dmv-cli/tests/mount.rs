@@ -1110,3 +1110,67 @@ fn a_watcher_commits_what_is_written_through_a_worktree_mount() {
     m.unmount();
     fsck_clean(&phone);
 }
+
+/// `mount.cacheSize` bounds what a worktree mount's reads keep: past it
+/// the least recently read version is dropped once another replica
+/// confirms its copy (and read again from there when asked), while a file
+/// changed through the mount is never freed.
+#[test]
+fn a_worktree_mount_keeps_its_reads_within_the_cache_size() {
+    if lacks(&[Need::Fuse]) {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let src = project(t.path());
+    let (_server, phone) = hub_and_meta_clone(t.path(), &src);
+    dmv(&phone, &["config", "mount.cacheSize", "1M"]);
+    dmv(&phone, &["config", "drop.numcopies", "1"]);
+    let film = std::fs::read(src.join("media/film.bin")).unwrap();
+    let before = bytes_under(&phone.join(".dmv"));
+    let m = Mounted::new(&phone, &t.path().join("mnt"), &["--worktree"]);
+    assert!(std::fs::read(m.path("media/film.bin")).unwrap() == film);
+    let read = bytes_under(&phone.join(".dmv"));
+    assert!(
+        read >= before + film.len() as u64 * 9 / 10,
+        "{before} → {read}"
+    );
+    // A small file read and then changed through the mount: never freed.
+    assert_eq!(
+        std::fs::read_to_string(m.path("many/f00002.txt")).unwrap(),
+        "file 2\n".repeat(2)
+    );
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(m.path("many/f00002.txt"))
+        .unwrap();
+    std::io::Write::write_all(&mut f, b"mine\n").unwrap();
+    drop(f);
+    // The next read finds the film past the budget, and it goes.
+    std::fs::read(m.path("many/f00001.txt")).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while bytes_under(&phone.join(".dmv")) > before + (1 << 20) {
+        assert!(
+            Instant::now() < deadline,
+            "still {} bytes past {before}: {}",
+            bytes_under(&phone.join(".dmv")) - before,
+            std::fs::read_to_string(phone.join(".dmv/mount.log")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        std::fs::read_to_string(phone.join("many/f00002.txt")).unwrap(),
+        "file 2\n".repeat(2) + "mine\n"
+    );
+    // Read again, from the hub.
+    assert!(std::fs::read(m.path("media/film.bin")).unwrap() == film);
+    m.unmount();
+    let log = std::fs::read_to_string(phone.join(".dmv/mount.log")).unwrap_or_default();
+    assert!(!log.contains("cannot free"), "{log}");
+    // The hub still holds the version dropped here. (A drop while a mount
+    // runs leaves this replica's log unaware of the copy it confirmed, so
+    // fsck would call the version lost until `whereis` asks again: a bug
+    // noted for the planners, as true of `dmv drop` beside a read-only mount.)
+    let whereis = dmv(&phone, &["whereis", "media/film.bin"]);
+    assert!(whereis.contains("origin"), "{whereis}");
+    fsck_clean(&phone);
+}

@@ -15,11 +15,12 @@ use std::fs::File;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use dmv_repo::store::object::EntryKind;
+use dmv_repo::store::ObjectId;
 use dmv_repo::Repository;
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
@@ -28,6 +29,7 @@ use fuser::{
     WriteFlags,
 };
 
+use crate::read_cache::ReadCache;
 use crate::reading::{OpenFile, Reader};
 use crate::worktree_names::{join, split, Absent, AbsentFile, Inodes, RelPath, ROOT};
 
@@ -49,13 +51,19 @@ pub struct WorktreeFs {
     repo: &'static Repository,
     reader: Reader,
     names: Mutex<Inodes>,
-    absent: Mutex<Absent>,
+    absent: Arc<Mutex<Absent>>,
+    /// What was read of absent files, within `mount.cacheSize`.
+    cache: Arc<Mutex<ReadCache>>,
+    /// The absent versions open now, with how many handles each.
+    open_versions: Arc<Mutex<HashMap<ObjectId, usize>>>,
+    /// Whether a thread is dropping what is past the budget.
+    freeing: Arc<AtomicBool>,
     open: Mutex<HashMap<u64, Arc<Handle>>>,
     next_handle: AtomicU64,
     /// Absent files show HEAD's commit time.
     head_time: SystemTime,
     owner: (u32, u32),
-    report: Box<dyn Fn(&str) + Send + Sync>,
+    report: Arc<dyn Fn(&str) + Send + Sync>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -97,12 +105,15 @@ impl WorktreeFs {
             repo,
             reader,
             names: Mutex::new(Inodes::default()),
-            absent: Mutex::new(absent),
+            absent: Arc::new(Mutex::new(absent)),
+            cache: Arc::new(Mutex::new(ReadCache::load(repo))),
+            open_versions: Arc::new(Mutex::new(HashMap::new())),
+            freeing: Arc::new(AtomicBool::new(false)),
             open: Mutex::new(HashMap::new()),
             next_handle: AtomicU64::new(1),
             head_time,
             owner,
-            report,
+            report: Arc::from(report),
         })
     }
 
@@ -248,6 +259,47 @@ impl WorktreeFs {
         FileHandle(n)
     }
 
+    /// Notes that absent version `id` was opened to read, and frees what
+    /// is past the budget on a thread of its own.
+    fn opened_absent(&self, id: ObjectId, size: u64) {
+        *lock(&self.open_versions).entry(id).or_default() += 1;
+        let going = {
+            let mut cache = lock(&self.cache);
+            cache.read(id, size);
+            let open = lock(&self.open_versions);
+            cache.past_budget(|id| open.contains_key(id))
+        };
+        if going.is_empty() || self.freeing.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let (repo, absent, cache, freeing, report) = (
+            self.repo,
+            self.absent.clone(),
+            self.cache.clone(),
+            self.freeing.clone(),
+            self.report.clone(),
+        );
+        let started = std::thread::Builder::new()
+            .name("dmv-mount-free".into())
+            .spawn(move || {
+                free(repo, &absent, &cache, &going, &*report);
+                freeing.store(false, Ordering::SeqCst);
+            });
+        if started.is_err() {
+            self.freeing.store(false, Ordering::SeqCst);
+        }
+    }
+
+    fn closed_absent(&self, id: &ObjectId) {
+        let mut open = lock(&self.open_versions);
+        if let Some(n) = open.get_mut(id) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(id);
+            }
+        }
+    }
+
     fn open_disk(&self, path: &[u8], flags: i32, mode: Option<u32>) -> Result<File, Errno> {
         let c = c_path(&self.disk(path))?;
         let flags = flags & !libc::O_NOFOLLOW | libc::O_CLOEXEC;
@@ -259,6 +311,50 @@ impl WorktreeFs {
         // SAFETY: `fd` was just opened and is owned by nobody else.
         Ok(unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(fd) })
     }
+}
+
+/// Drops the data of `going` (versions read through the mount) by
+/// `dmv drop`'s rules, each by a path the working tree shows it absent at;
+/// one no longer absent is only forgotten.
+fn free(
+    repo: &Repository,
+    absent: &Mutex<Absent>,
+    cache: &Mutex<ReadCache>,
+    going: &[ObjectId],
+    report: &(dyn Fn(&str) + Send + Sync),
+) {
+    let paths = {
+        let mut absent = lock(absent);
+        if let Err(e) = absent.refresh(repo) {
+            return report(&format!("cannot read the dirstate: {e}"));
+        }
+        absent.paths_of(going)
+    };
+    let mut gone: Vec<ObjectId> = going
+        .iter()
+        .filter(|id| !paths.iter().any(|(p, _)| p == *id))
+        .copied()
+        .collect();
+    // Dropped as `dmv drop` does, through the repository as it is now on
+    // disk (its config and location log), not as the mount opened it.
+    let now = match Repository::open(&repo.root) {
+        Ok(now) => now,
+        Err(e) => return report(&format!("mount.cacheSize: cannot open the replica: {e}")),
+    };
+    for (id, path) in paths {
+        let options = dmv_sync::DropOptions {
+            paths: vec![path.clone()],
+            ..Default::default()
+        };
+        match dmv_sync::drop_files(&now, &options) {
+            Ok(_) => gone.push(id),
+            Err(e) => report(&format!(
+                "mount.cacheSize: cannot free {}: {e}",
+                String::from_utf8_lossy(&path)
+            )),
+        }
+    }
+    lock(cache).forget(&gone);
 }
 
 impl Filesystem for WorktreeFs {
@@ -519,6 +615,7 @@ impl Filesystem for WorktreeFs {
                             .reader
                             .open(f.id, f.size, String::from_utf8_lossy(&path).into_owned())
                             .map_err(|e| self.failed("open", &path, &e))?;
+                        self.opened_absent(f.id, f.size);
                         // The content of a version never changes: the kernel may keep its pages.
                         return Ok((
                             self.keep(Handle::Store(Arc::new(open))),
@@ -671,7 +768,11 @@ impl Filesystem for WorktreeFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        lock(&self.open).remove(&fh.0);
+        if let Some(handle) = lock(&self.open).remove(&fh.0) {
+            if let Handle::Store(file) = &*handle {
+                self.closed_absent(&file.id);
+            }
+        }
         reply.ok();
     }
 

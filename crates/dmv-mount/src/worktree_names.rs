@@ -122,6 +122,19 @@ impl Absent {
             .flat_map(|names| names.iter().map(Vec::as_slice))
     }
 
+    /// A path of each of `ids` that is absent here (an id no absent file has is left out).
+    pub fn paths_of(&self, ids: &[ObjectId]) -> Vec<(ObjectId, RelPath)> {
+        let mut found: HashMap<ObjectId, RelPath> = HashMap::new();
+        for (path, file) in &self.files {
+            if ids.contains(&file.id) {
+                found.entry(file.id).or_insert_with(|| path.clone());
+            }
+        }
+        ids.iter()
+            .filter_map(|id| Some((*id, found.remove(id)?)))
+            .collect()
+    }
+
     /// Whether anything absent is at or under `path`.
     pub fn any_at_or_under(&self, path: &[u8]) -> bool {
         self.files.contains_key(path) || self.folders.contains_key(path)

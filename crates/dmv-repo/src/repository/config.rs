@@ -82,6 +82,11 @@ pub struct Config {
     /// (`remote.timeout`; default in dmv-sync).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_timeout: Option<u32>,
+    /// `mount.cacheSize`: bytes of file data read through a working-tree
+    /// mount that stay here (the least recently read are dropped past it;
+    /// None: all stay until `dmv drop`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mount_cache_size: Option<u64>,
     /// What other replicas call this one (default: user@host:path).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replica_name: Option<String>,
@@ -188,6 +193,7 @@ impl Config {
             lock_release_on_push: None,
             protected_branches: BTreeMap::new(),
             remote_timeout: None,
+            mount_cache_size: None,
             upstreams: Default::default(),
         }
     }

@@ -26,6 +26,7 @@ pub const KEYS: &[&str] = &[
     "drop.allowed",
     "lock.releaseOnPush",
     "review.protect",
+    "mount.cacheSize",
     "init.defaultBranch",
 ];
 const GLOBAL_KEYS: &[&str] = &[
@@ -175,6 +176,7 @@ pub fn repo_get(cfg: &Config, key: &str) -> Option<String> {
             rules.join(" ")
         }),
         "remote.timeout" => cfg.remote_timeout.map(|s| s.to_string()),
+        "mount.cacheSize" => cfg.mount_cache_size.map(|s| s.to_string()),
         "color.ui" => cfg.color_ui.clone(),
         "core.pager" => cfg.core_pager.clone(),
         "core.editor" => cfg.core_editor.clone(),
@@ -278,6 +280,35 @@ fn yes_or_no(key: &str, value: Option<&str>) -> RepoResult<Option<bool>> {
     }
 }
 
+/// A size in bytes: a whole number, with an optional unit (`K`, `M`, `G`,
+/// `T`, each 1024 times the one before, as git's `core.bigFileThreshold`;
+/// `KiB`, `MiB`… alike), at most 2^60.
+fn bytes(key: &str, value: &str) -> RepoResult<u64> {
+    let v = value.trim();
+    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let (number, unit) = v.split_at(split);
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        _ => u32::MAX,
+    };
+    number
+        .parse::<u64>()
+        .ok()
+        .filter(|_| shift != u32::MAX)
+        .and_then(|n| n.checked_shl(shift).filter(|b| b >> shift == n))
+        .filter(|b| *b <= 1 << 60)
+        .ok_or_else(|| RepoError::BadSetting {
+            key: key.into(),
+            detail: format!(
+                "'{value}' is not a size (a whole number of bytes, or with K, M, G or T)"
+            ),
+        })
+}
+
 fn repo_set(cfg: &mut Config, key: &str, value: Option<&str>) -> RepoResult<()> {
     let text = || value.map(str::to_string);
     match key {
@@ -310,6 +341,7 @@ fn repo_set(cfg: &mut Config, key: &str, value: Option<&str>) -> RepoResult<()> 
         "drop.allowed" => cfg.drops_allowed = yes_or_no(key, value)?,
         "lock.releaseOnPush" => cfg.lock_release_on_push = yes_or_no(key, value)?,
         "review.protect" => cfg.protected_branches = protected_branches(key, value)?,
+        "mount.cacheSize" => cfg.mount_cache_size = value.map(|v| bytes(key, v)).transpose()?,
         "init.defaultBranch" => {
             return Err(RepoError::BadSetting {
                 key: key.into(),
@@ -356,5 +388,31 @@ impl Repository {
             Some(v) => Some(v.clone()),
             None => GlobalSettings::load()?.aliases.get(&name).cloned(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bytes;
+
+    #[test]
+    fn sizes_read_with_their_units_and_refuse_the_rest() {
+        let read = |v: &str| bytes("mount.cacheSize", v).ok();
+        assert_eq!(read("4096"), Some(4096));
+        assert_eq!(read("2G"), Some(2 << 30));
+        assert_eq!(read("500 MiB"), Some(500 << 20));
+        assert_eq!(read("1t"), Some(1 << 40));
+        assert_eq!(read("1048576K"), Some(1 << 30));
+        for bad in [
+            "",
+            "-1",
+            "1.5G",
+            "2X",
+            "G",
+            "99999999999999999999",
+            "2000000T",
+        ] {
+            assert_eq!(read(bad), None, "{bad}");
+        }
     }
 }
