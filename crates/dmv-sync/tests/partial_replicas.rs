@@ -1226,3 +1226,46 @@ fn a_meta_clone_archives_as_a_full_clone_does() {
     );
     assert!(tar.is_empty(), "nothing written before the refusal");
 }
+
+/// A get of one file after `whereis` reads that file's holders, not the
+/// whole tree the location log claims (issue 73): whereis leaves the hub's
+/// log here, which claims HEAD's tree (every file held by the studio and
+/// the hub), and reading it as records listed every file of the tree, a
+/// tree node each folder, for every get. Counted in index probes (each
+/// object read probes the store's index): fewer than the tree's folders.
+#[test]
+fn a_get_of_one_file_after_whereis_reads_its_path_not_the_claimed_tree() {
+    const FOLDERS: usize = 64;
+    let fleet = Fleet::new();
+    let studio = fleet.full("studio");
+    for d in 0..FOLDERS {
+        for f in 0..20 {
+            studio.write(&format!("d{d:02}/f{f:02}"), format!("file {d} {f}"));
+        }
+    }
+    studio.commit_all("shoot");
+    studio.push().unwrap();
+    let mut phone = fleet.partial("phone", "meta");
+    assert_eq!(phone.whereis("").len(), FOLDERS * 20);
+    for (i, path) in ["d07/f03", "d41/f19", "d63/f00"].into_iter().enumerate() {
+        // Each get a command of its own, as in the shell: nothing read before is kept.
+        phone.reopen();
+        let before = phone.repo.store.index_probes();
+        let got = phone.get(&[path]).unwrap();
+        let probes = phone.repo.store.index_probes() - before;
+        assert_eq!((got.fetched, got.written), (1, 1));
+        assert!(
+            probes < FOLDERS as u64,
+            "get {i} of {path} probed the index {probes} times: the claimed tree was walked"
+        );
+        eprintln!("get of {path}: {probes} index probes");
+    }
+    // The log does claim the tree: read whole, it lists every folder.
+    phone.reopen();
+    let before = phone.repo.store.index_probes();
+    let log = phone.repo.copies().load_locations().unwrap();
+    assert!(phone.repo.store.index_probes() - before > FOLDERS as u64);
+    assert!(log.records.len() >= 2 * FOLDERS * 20);
+    // And it still says who holds them: the studio, the hub, and now the phone.
+    assert_eq!(phone.whereis("d41/f19")[0].copies.len(), 3);
+}

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use dmv_store::ObjectId;
 
 use crate::error::RepoResult;
-use crate::history::tree::{tree_reader, visit_files};
+use crate::history::tree::{lookup, tree_reader, visit_files};
 use crate::replica::locations::{LocationRecord, ReplicaId, Stamp};
 use crate::repository::repo::Repository;
 
@@ -211,6 +211,29 @@ impl Copies<'_> {
             expansion: Expansion::new(self, claims)?,
             records: records.into_iter().peekable(),
         })
+    }
+
+    /// Whether a claim of `tree` stands for a record of `key`, which
+    /// `path` names somewhere: looked up at `path` first (the folders
+    /// along it), and only where the tree holds something else there
+    /// settled by listing its files, as [`Expansion`] does.
+    pub(crate) fn tree_claims_file(
+        &self,
+        tree: &ObjectId,
+        key: &ObjectId,
+        path: &[u8],
+    ) -> RepoResult<bool> {
+        if !self.store.contains(tree)? {
+            return Ok(false);
+        }
+        if let Ok(Some(entry)) = lookup(&self.store, tree, path) {
+            if entry.kind.is_file() && entry.id == *key {
+                return Ok(true);
+            }
+        }
+        Ok(self
+            .tree_files(tree)?
+            .is_some_and(|files| files.binary_search(key).is_ok()))
     }
 
     /// The trees `.dmv/locations` claims: gc keeps them (and so what the claims stand for).
@@ -575,6 +598,62 @@ mod tests {
 
         // gc keeps the claimed tree itself, wherever the refs that named it move.
         assert!(repo.maintenance().roots().unwrap().contains(&tree));
+    }
+
+    /// The records of a few files, read by their paths, are those the
+    /// whole log reads as, for the replicas chosen: a claim settled at a
+    /// file's path or, where the path names something else, by the tree's
+    /// files; a newer record beside a claim, a drop in the journal and a
+    /// file of no tree as they are; a replica not chosen left out, claims
+    /// and all. A claim of a replica not chosen reads no tree at all.
+    #[test]
+    fn the_records_of_a_few_files_read_by_path_are_those_of_the_whole_log() {
+        let (_dir, repo, tree, files) = repo_with_files(600);
+        let path_of: std::collections::BTreeMap<ObjectId, Vec<u8>> =
+            crate::history::tree::flatten(&repo.store, &tree)
+                .unwrap()
+                .into_iter()
+                .map(|(path, e)| (e.id, path))
+                .collect();
+        let outside = ObjectId([0xee; 32]);
+        let mut expected = LocationLog::default();
+        let mut records: Vec<LocationRecord> = files
+            .iter()
+            .flat_map(|k| [record(*k, 1, 10, true), record(*k, 2, 20, true)])
+            .collect();
+        records.extend(files[..50].iter().map(|k| record(*k, 3, 30, true)));
+        records.push(record(outside, 1, 10, true));
+        records.push(record(files[9], 3, 35, false));
+        records.retain(|r| !(r.key == files[7] && r.replica.0[0] == 2));
+        records.push(record(files[7], 2, 25, true));
+        merge(&repo, &mut expected, records);
+        assert_eq!(repo.copies().read_claims().unwrap().len(), 2);
+        repo.copies()
+            .note_locations(vec![record(files[3], 1, 40, false)])
+            .unwrap();
+
+        // Files 3, 7 and 9 by their paths, 5 by a path naming another file, and one of no tree.
+        let mut keys: std::collections::BTreeMap<ObjectId, Vec<u8>> = [3, 7, 9]
+            .map(|i| (files[i], path_of[&files[i]].clone()))
+            .into();
+        keys.insert(files[5], path_of[&files[6]].clone());
+        keys.insert(outside, b"nowhere".to_vec());
+        for chosen in [vec![1u8, 2, 3], vec![2], vec![3], vec![]] {
+            let choose = |r: &ReplicaId| chosen.contains(&r.0[0]);
+            let whole = repo
+                .copies()
+                .locations_where(|r| keys.contains_key(&r.key) && choose(&r.replica))
+                .unwrap();
+            // Afresh each time: no tree's files kept from a reading before.
+            let repo = Repository::open(&repo.root).unwrap();
+            let before = repo.store.index_probes();
+            let few = repo.copies().locations_of(&keys, |r, _| choose(r)).unwrap();
+            assert_eq!(few.records, whole.records, "replicas {chosen:?}");
+            assert_eq!(few.cards, whole.cards);
+            if !chosen.contains(&1) && !chosen.contains(&2) {
+                assert_eq!(repo.store.index_probes(), before, "replicas {chosen:?}");
+            }
+        }
     }
 
     /// Whatever records a log holds of a tree's files, and in whatever

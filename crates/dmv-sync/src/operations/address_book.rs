@@ -109,20 +109,34 @@ pub(crate) struct Published {
     pub urls: Vec<String>,
 }
 
-/// What the log tells of the replicas holding any of `ids`: those reachable
-/// only through the URLs they publish, and the names of the metered ones
-/// (configured or not), whose data is not pulled unless they are named.
+/// What the log tells of the replicas holding any of `wanted` (file
+/// versions, each with a path naming it): those reachable only through the
+/// URLs they publish, and the names of the metered ones (configured or
+/// not), whose data is not pulled unless they are named. Only the records
+/// of `wanted` and of replicas that could be asked are read (see
+/// [`dmv_repo::Copies::locations_of`]): a `get` of one file reads that
+/// file's records, not every file of the trees the log claims.
 pub(crate) fn holders_to_ask(
     repo: &Repository,
-    ids: &[ObjectId],
+    wanted: &BTreeMap<ObjectId, Vec<u8>>,
 ) -> SyncResult<(Vec<Published>, BTreeSet<String>)> {
-    let wanted: BTreeSet<ObjectId> = ids.iter().copied().collect();
     let me = repo.copies().replica_id()?;
-    let log = repo
-        .copies()
-        .locations_where(|r| r.stamp.present && r.replica != me && wanted.contains(&r.key))?;
-    let holders: BTreeSet<ReplicaId> = log.records.keys().map(|(_, replica)| *replica).collect();
     let configured = configured_replicas(repo)?;
+    // A holder counts only when it publishes a URL and is neither this
+    // replica, a configured remote, nor metered (see below).
+    let log = repo.copies().locations_of(wanted, |replica, cards| {
+        *replica != me
+            && !configured.contains_key(replica)
+            && cards.get(replica).is_some_and(|(_, card)| {
+                !card.metered && card.urls.iter().any(|u| check_publishable(u).is_ok())
+            })
+    })?;
+    let holders: BTreeSet<ReplicaId> = log
+        .records
+        .iter()
+        .filter(|(_, stamp)| stamp.present)
+        .map(|((_, replica), _)| *replica)
+        .collect();
     let mut published = Vec::new();
     for id in &holders {
         let card = log

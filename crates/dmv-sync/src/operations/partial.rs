@@ -238,15 +238,16 @@ fn fetch_from_remotes(
     fetched
 }
 
-/// Finds more replicas to ask for `missing`.
-type Learn = fn(&Repository, &mut ReachBook, &[ObjectId]) -> SyncResult<Vec<Source>>;
+/// Finds more replicas to ask for `missing` (each with a path naming it).
+type Learn =
+    fn(&Repository, &mut ReachBook, &BTreeMap<ObjectId, Vec<u8>>) -> SyncResult<Vec<Source>>;
 
 /// Takes in the location logs of the configured remotes that answer, then
 /// returns the replicas they say hold some of `missing` at the URLs they publish.
 fn learn_holders(
     repo: &Repository,
     book: &mut ReachBook,
-    missing: &[ObjectId],
+    missing: &BTreeMap<ObjectId, Vec<u8>>,
 ) -> SyncResult<Vec<Source>> {
     for name in remotes_in_order(repo) {
         let Ok(remote) = find_remote(repo, &name) else {
@@ -294,8 +295,7 @@ pub(crate) fn sources_in_order(
     book: &ReachBook,
     wanted: &BTreeMap<ObjectId, Vec<u8>>,
 ) -> SyncResult<Vec<Source>> {
-    let ids: Vec<ObjectId> = wanted.keys().copied().collect();
-    let (published, metered) = holders_to_ask(repo, &ids)?;
+    let (published, metered) = holders_to_ask(repo, wanted)?;
     let mut sources: Vec<(Reach, bool, Source)> = Vec::new();
     for name in remotes_in_order(repo)
         .into_iter()
@@ -342,7 +342,8 @@ fn fetch_in_turn(
         let Some(Source { label: name, spec }) = sources.pop_front() else {
             match learn.take() {
                 Some(learn) => {
-                    sources.extend(learn(repo, book, &missing)?);
+                    let named = missing.iter().map(|id| (*id, wanted[id].clone())).collect();
+                    sources.extend(learn(repo, book, &named)?);
                     continue;
                 }
                 None => break,
