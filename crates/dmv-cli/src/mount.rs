@@ -137,7 +137,12 @@ pub fn mount(a: MountArgs) -> Result<u8> {
     };
     let served = match view {
         Some(view) => dmv_mount::serve(repo, view, &dir, &stop, said, report)?,
-        None => dmv_mount::serve_worktree(repo, &dir, &stop, said, report)?,
+        None => {
+            // DMV_MOUNT_PASSTHROUGH=0: this process reads and writes every
+            // file, as on a kernel without FUSE passthrough.
+            let passthrough = std::env::var_os("DMV_MOUNT_PASSTHROUGH").is_none_or(|v| v != "0");
+            dmv_mount::serve_worktree(repo, &dir, passthrough, &stop, said, report)?
+        }
     };
     match served.fetched {
         0 => eprintln!("unmounted {said_dir}"),

@@ -887,6 +887,17 @@ fn a_mount_reading_while_gc_gets_and_drops_run_loses_nothing() {
 /// `dmv commit` commits, and the replica is whole after.
 #[test]
 fn a_meta_replica_mounted_as_its_working_tree_takes_changes_as_a_disk_does() {
+    worktree_mount_takes_changes(true);
+}
+
+/// The same where the kernel leaves reads and writes to the mount (no
+/// FUSE passthrough: before Linux 6.9, or without the right to it).
+#[test]
+fn a_worktree_mount_without_passthrough_takes_changes_as_a_disk_does() {
+    worktree_mount_takes_changes(false);
+}
+
+fn worktree_mount_takes_changes(passthrough: bool) {
     if lacks(&[Need::Fuse]) {
         return;
     }
@@ -906,7 +917,11 @@ fn a_meta_replica_mounted_as_its_working_tree_takes_changes_as_a_disk_does() {
         assert!(err.contains("working tree"), "{err}");
     }
     std::fs::remove_dir(phone.join("inside")).unwrap();
-    let m = Mounted::new(&phone, &t.path().join("mnt"), &["--worktree"]);
+    let m = Mounted::new_with(&phone, &t.path().join("mnt"), &["--worktree"], |c| {
+        if !passthrough {
+            c.env("DMV_MOUNT_PASSTHROUGH", "0");
+        }
+    });
 
     // Everything listed, nothing of it here.
     assert_eq!(std::fs::read_dir(m.path("many")).unwrap().count(), 2000);

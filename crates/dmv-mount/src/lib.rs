@@ -78,10 +78,13 @@ pub fn serve(
 /// are read and written where they lie in the working tree, and the
 /// tracked files whose data is absent are shown at their real size,
 /// fetched chunk by chunk as they are read. `dir` must be outside the
-/// working tree (a walk of the tree would enter the mount).
+/// working tree (a walk of the tree would enter the mount). With
+/// `passthrough`, the kernel reads and writes the working tree's files
+/// itself where it can (Linux 6.9 and the right to; else this process does).
 pub fn serve_worktree(
     repo: Repository,
     dir: &Path,
+    passthrough: bool,
     stop: &AtomicBool,
     mounted: impl FnOnce(),
     report: Box<dyn Fn(&str) + Send + Sync>,
@@ -98,11 +101,11 @@ pub fn serve_worktree(
     }
     #[cfg(target_os = "linux")]
     {
-        linux::serve_worktree(repo, dir, stop, mounted, report)
+        linux::serve_worktree(repo, dir, passthrough, stop, mounted, report)
     }
     #[cfg(not(target_os = "linux"))]
     {
-        let _ = (stop, mounted, report);
+        let _ = (passthrough, stop, mounted, report);
         Err(MountError::Unsupported)
     }
 }
@@ -156,13 +159,19 @@ mod linux {
     pub fn serve_worktree(
         repo: Repository,
         dir: &Path,
+        passthrough: bool,
         stop: &AtomicBool,
         mounted: impl FnOnce(),
         report: Box<dyn Fn(&str) + Send + Sync>,
     ) -> Result<Served, MountError> {
         let repo: &'static Repository = Box::leak(Box::new(repo));
         let fetched = Arc::new(AtomicU64::new(0));
-        let fs = WorktreeFs::new(repo, Reader::new(repo, fetched.clone()), report)?;
+        let fs = WorktreeFs::new(
+            repo,
+            Reader::new(repo, fetched.clone()),
+            passthrough,
+            report,
+        )?;
         // The kernel checks each file's mode, as the disk's own files are checked.
         let options = vec![MountOption::RW, MountOption::DefaultPermissions];
         run(fs, dir, options, stop, mounted)?;

@@ -23,8 +23,8 @@ use dmv_repo::store::object::EntryKind;
 use dmv_repo::store::ObjectId;
 use dmv_repo::Repository;
 use fuser::{
-    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
-    KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
+    BackingId, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
+    InitFlags, KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
     ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow,
     WriteFlags,
 };
@@ -43,7 +43,9 @@ const DMV_DIR: &[u8] = b".dmv";
 /// An open file: the working tree's file itself, or an absent file's
 /// content read from the store (read-only).
 enum Handle {
-    Disk(File),
+    /// With the kernel's id of it when reads and writes go straight to it
+    /// (held, not read: the id lives while a handle of the inode does).
+    Disk(File, #[allow(dead_code)] Option<Arc<BackingId>>),
     Store(Arc<OpenFile>),
 }
 
@@ -58,6 +60,12 @@ pub struct WorktreeFs {
     open_versions: Arc<Mutex<HashMap<ObjectId, usize>>>,
     /// Whether a thread is dropping what is past the budget.
     freeing: Arc<AtomicBool>,
+    /// Whether the kernel reads and writes the working tree's files itself
+    /// (FUSE passthrough: Linux 6.9, and the right to register files).
+    passthrough: AtomicBool,
+    /// Each inode's registered file while a handle of it is open: the
+    /// kernel wants one per inode.
+    backing: Mutex<HashMap<u64, std::sync::Weak<BackingId>>>,
     open: Mutex<HashMap<u64, Arc<Handle>>>,
     next_handle: AtomicU64,
     /// Absent files show HEAD's commit time.
@@ -89,6 +97,7 @@ impl WorktreeFs {
     pub fn new(
         repo: &'static Repository,
         reader: Reader,
+        passthrough: bool,
         report: Box<dyn Fn(&str) + Send + Sync>,
     ) -> dmv_repo::RepoResult<WorktreeFs> {
         let head_time = match repo.head_commit()? {
@@ -109,6 +118,8 @@ impl WorktreeFs {
             cache: Arc::new(Mutex::new(ReadCache::load(repo))),
             open_versions: Arc::new(Mutex::new(HashMap::new())),
             freeing: Arc::new(AtomicBool::new(false)),
+            passthrough: AtomicBool::new(passthrough),
+            backing: Mutex::new(HashMap::new()),
             open: Mutex::new(HashMap::new()),
             next_handle: AtomicU64::new(1),
             head_time,
@@ -300,6 +311,39 @@ impl WorktreeFs {
         }
     }
 
+    /// The kernel's id of `file` for inode `ino`, registered by
+    /// `register` unless one is registered already; None when the kernel
+    /// does not pass through (after one refusal, never asked again).
+    fn backing_for(
+        &self,
+        ino: u64,
+        file: &File,
+        register: impl FnOnce(&File) -> std::io::Result<BackingId>,
+    ) -> Option<Arc<BackingId>> {
+        if !self.passthrough.load(Ordering::Relaxed) {
+            return None;
+        }
+        let mut backing = lock(&self.backing);
+        if let Some(id) = backing.get(&ino).and_then(std::sync::Weak::upgrade) {
+            return Some(id);
+        }
+        match register(file) {
+            Ok(id) => {
+                let id = Arc::new(id);
+                backing.retain(|_, w| w.strong_count() > 0);
+                backing.insert(ino, Arc::downgrade(&id));
+                Some(id)
+            }
+            Err(e) => {
+                self.passthrough.store(false, Ordering::Relaxed);
+                (self.report)(&format!(
+                    "reads and writes go through this process, not straight to the disk: {e}"
+                ));
+                None
+            }
+        }
+    }
+
     fn open_disk(&self, path: &[u8], flags: i32, mode: Option<u32>) -> Result<File, Errno> {
         let c = c_path(&self.disk(path))?;
         let flags = flags & !libc::O_NOFOLLOW | libc::O_CLOEXEC;
@@ -361,6 +405,11 @@ impl Filesystem for WorktreeFs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
         let _ = config.set_max_readahead(1 << 20);
         let _ = config.add_capabilities(InitFlags::FUSE_BIG_WRITES);
+        // The working tree's files read and written by the kernel itself,
+        // at the disk's speed: the mount only opens them.
+        let passthrough = config.add_capabilities(InitFlags::FUSE_PASSTHROUGH).is_ok()
+            && config.set_max_stack_depth(2).is_ok();
+        self.passthrough.store(passthrough, Ordering::Relaxed);
         Ok(())
     }
 
@@ -408,7 +457,7 @@ impl Filesystem for WorktreeFs {
             if let Some(size) = size {
                 let by_handle = fh.and_then(|fh| self.handle(fh).ok());
                 match by_handle.as_deref() {
-                    Some(Handle::Disk(file)) => file.set_len(size),
+                    Some(Handle::Disk(file, _)) => file.set_len(size),
                     _ => std::fs::OpenOptions::new()
                         .write(true)
                         .open(&disk)
@@ -620,6 +669,7 @@ impl Filesystem for WorktreeFs {
                         return Ok((
                             self.keep(Handle::Store(Arc::new(open))),
                             FopenFlags::FOPEN_KEEP_CACHE,
+                            None,
                         ));
                     }
                     Some(_) => self.bring(&path)?,
@@ -627,10 +677,16 @@ impl Filesystem for WorktreeFs {
                 }
             }
             let file = self.open_disk(&path, flags.0, None)?;
-            Ok((self.keep(Handle::Disk(file)), FopenFlags::empty()))
+            let backing = self.backing_for(ino.0, &file, |f| reply.open_backing(f));
+            Ok((
+                self.keep(Handle::Disk(file, backing.clone())),
+                FopenFlags::empty(),
+                backing,
+            ))
         })();
         match opened {
-            Ok((fh, how)) => reply.opened(fh, how),
+            Ok((fh, how, Some(backing))) => reply.opened_passthrough(fh, how, &backing),
+            Ok((fh, how, None)) => reply.opened(fh, how),
             Err(e) => reply.error(e),
         }
     }
@@ -656,10 +712,25 @@ impl Filesystem for WorktreeFs {
             self.make_parents(&path)?;
             let file = self.open_disk(&path, flags | libc::O_CREAT, Some(mode & !umask))?;
             let attr = self.attr_of(&path)?;
-            Ok((attr, self.keep(Handle::Disk(file))))
+            let backing = self.backing_for(attr.ino.0, &file, |f| reply.open_backing(f));
+            Ok((
+                attr,
+                self.keep(Handle::Disk(file, backing.clone())),
+                backing,
+            ))
         })();
         match made {
-            Ok((attr, fh)) => reply.created(&KEPT, &attr, Generation(0), fh, FopenFlags::empty()),
+            Ok((attr, fh, Some(backing))) => reply.created_passthrough(
+                &KEPT,
+                &attr,
+                Generation(0),
+                fh,
+                FopenFlags::empty(),
+                &backing,
+            ),
+            Ok((attr, fh, None)) => {
+                reply.created(&KEPT, &attr, Generation(0), fh, FopenFlags::empty())
+            }
             Err(e) => reply.error(e),
         }
     }
@@ -680,7 +751,7 @@ impl Filesystem for WorktreeFs {
             Err(e) => return reply.error(e),
         };
         match &*handle {
-            Handle::Disk(file) => {
+            Handle::Disk(file, _) => {
                 let mut buf = vec![0u8; size as usize];
                 let mut got = 0;
                 while got < buf.len() {
@@ -713,7 +784,7 @@ impl Filesystem for WorktreeFs {
         reply: ReplyWrite,
     ) {
         match self.handle(fh).as_deref() {
-            Ok(Handle::Disk(file)) => match file.write_all_at(data, offset) {
+            Ok(Handle::Disk(file, _)) => match file.write_all_at(data, offset) {
                 Ok(()) => reply.written(data.len() as u32),
                 Err(e) => reply.error(errno(&e)),
             },
@@ -742,7 +813,7 @@ impl Filesystem for WorktreeFs {
         reply: ReplyEmpty,
     ) {
         match self.handle(fh).as_deref() {
-            Ok(Handle::Disk(file)) => {
+            Ok(Handle::Disk(file, _)) => {
                 let synced = if datasync {
                     file.sync_data()
                 } else {
