@@ -17,8 +17,8 @@ use crate::repo_args::{open_repo, printable, spawn_detached};
 pub struct MountArgs {
     /// The revision to show: a branch, a tag or a commit (default HEAD).
     /// Given alone, the argument is the folder.
-    #[arg(value_name = "REV")]
-    rev: String,
+    #[arg(value_name = "REV", required_unless_present = "status")]
+    rev: Option<String>,
     /// The folder to show it in (it must exist, and is best empty).
     #[arg(value_name = "DIR")]
     folder: Option<PathBuf>,
@@ -33,6 +33,13 @@ pub struct MountArgs {
     /// Given alone, the argument is the folder (outside the working tree).
     #[arg(long, conflicts_with = "all")]
     worktree: bool,
+    /// Say which mounts of this replica run: their folders, what they
+    /// fetched so far, and the files whose data is being read now.
+    #[arg(long, conflicts_with_all = ["all", "worktree", "background", "rev"])]
+    status: bool,
+    /// With --status: as JSON.
+    #[arg(long, requires = "status")]
+    json: bool,
     /// Mount in a process of its own and return once the folder shows the
     /// revision (its messages in .dmv/mount.log).
     #[arg(long)]
@@ -49,13 +56,17 @@ pub struct UmountArgs {
 const LOG: &str = "mount.log";
 
 pub fn mount(a: MountArgs) -> Result<u8> {
+    if a.status {
+        return status(a.json);
+    }
+    let given = a.rev.unwrap_or_default();
     let (rev, dir) = match (a.folder, a.all || a.worktree) {
         (Some(_), true) if a.worktree => {
             bail!("--worktree shows the working tree: give only the folder")
         }
         (Some(_), true) => bail!("--all shows every revision: give only the folder"),
-        (Some(dir), false) => (a.rev, dir),
-        (None, _) => ("HEAD".to_string(), PathBuf::from(a.rev)),
+        (Some(dir), false) => (given, dir),
+        (None, _) => ("HEAD".to_string(), PathBuf::from(given)),
     };
     let repo = open_repo()?;
     let view = match (a.all, a.worktree) {
@@ -147,6 +158,45 @@ pub fn mount(a: MountArgs) -> Result<u8> {
     match served.fetched {
         0 => eprintln!("unmounted {said_dir}"),
         n => eprintln!("unmounted {said_dir} ({n} bytes fetched from other replicas, kept here)"),
+    }
+    Ok(0)
+}
+
+/// `dmv mount --status`: each running mount of this replica, from what it
+/// writes once a second.
+fn status(json: bool) -> Result<u8> {
+    let repo = open_repo()?;
+    let mounts = dmv_mount::running_mounts(&repo.dmv);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&mounts)?);
+        return Ok(0);
+    }
+    if mounts.is_empty() {
+        println!("no mount of this replica runs");
+    }
+    for m in &mounts {
+        let shows = match m.shows.as_str() {
+            "worktree" => "the working tree".to_string(),
+            "everything" => "every branch, tag and commit".to_string(),
+            commit => format!("commit {}", &commit[..commit.len().min(12)]),
+        };
+        println!(
+            "{} shows {shows} (pid {}): {} bytes fetched from other replicas{}",
+            printable(&m.dir.display().to_string()),
+            m.pid,
+            m.fetched_bytes,
+            if m.shows == "worktree" && !m.passthrough {
+                "; reads and writes go through the mount"
+            } else {
+                ""
+            }
+        );
+        for (path, size) in &m.reading {
+            println!("  reading {} ({size} bytes)", printable(path));
+        }
+        if m.more_reading > 0 {
+            println!("  and {} more files being read", m.more_reading);
+        }
     }
     Ok(0)
 }

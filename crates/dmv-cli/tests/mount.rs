@@ -953,6 +953,29 @@ fn worktree_mount_takes_changes(passthrough: bool) {
         "crème\n"
     );
     assert!(!phone.join("media/deep/er/Café au lait.txt").exists());
+    // `dmv mount --status` names the absent files being read now.
+    let open = std::fs::File::open(m.path("media/film.bin")).unwrap();
+    let mut buf = vec![0u8; 4096];
+    open.read_at(&mut buf, 0).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let said = loop {
+        let said = dmv(&phone, &["mount", "--status"]);
+        if said.contains("reading media/film.bin") || Instant::now() > deadline {
+            break said;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(said.contains("shows the working tree"), "{said}");
+    assert!(
+        said.contains(&format!("reading media/film.bin ({} bytes)", film.len())),
+        "{said}"
+    );
+    assert_eq!(
+        said.contains("reads and writes go through the mount"),
+        !passthrough,
+        "{said}"
+    );
+    drop(open);
     // A folder copied out, fetched as it goes.
     let out = t.path().join("out");
     let cp = Command::new("cp")
@@ -1040,6 +1063,10 @@ fn worktree_mount_takes_changes(passthrough: bool) {
     assert!(!phone.join("media/film.bin").exists());
     assert!(!phone.join("many/moved.txt").exists());
     m.unmount();
+    assert_eq!(
+        dmv(&phone, &["mount", "--status"]).trim(),
+        "no mount of this replica runs"
+    );
     fsck_clean(&phone);
 }
 

@@ -16,6 +16,7 @@ mod names;
 mod read_cache;
 #[cfg(target_os = "linux")]
 mod reading;
+mod status;
 mod unmount;
 #[cfg(target_os = "linux")]
 mod worktree_fs;
@@ -29,6 +30,7 @@ use dmv_repo::store::ObjectId;
 use dmv_repo::Repository;
 
 pub use error::MountError;
+pub use status::{running_mounts, MountStatus};
 pub use unmount::unmount;
 
 /// What a mount shows.
@@ -113,7 +115,7 @@ pub fn serve_worktree(
 #[cfg(target_os = "linux")]
 mod linux {
     use std::path::Path;
-    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
     use std::time::Duration;
 
@@ -123,6 +125,7 @@ mod linux {
     use crate::fs::MountedFs;
     use crate::names::Namespace;
     use crate::reading::Reader;
+    use crate::status::{Live, MountStatus};
     use crate::worktree_fs::WorktreeFs;
     use crate::{MountError, Served, View};
 
@@ -141,18 +144,22 @@ mod linux {
             View::Commit(commit) => Namespace::of_commit(repo, &commit)?,
             View::Everything => Namespace::of_everything(repo)?,
         };
-        let fetched = Arc::new(AtomicU64::new(0));
+        let live = Arc::new(Live::default());
         let fs = MountedFs::new(
             names,
-            Reader::new(repo, fetched.clone()),
+            Reader::new(repo, live.fetched.clone()),
             &repo.store,
             report,
         );
         let options = vec![MountOption::RO];
-        run(fs, dir, options, stop, mounted)?;
+        let shows = match view {
+            View::Commit(commit) => commit.to_hex(),
+            View::Everything => "everything".into(),
+        };
+        run(fs, dir, options, stop, mounted, (repo, &shows, &live))?;
         repo.tidy_store();
         Ok(Served {
-            fetched: fetched.load(Ordering::Relaxed),
+            fetched: live.fetched.load(Ordering::Relaxed),
         })
     }
 
@@ -165,31 +172,39 @@ mod linux {
         report: Box<dyn Fn(&str) + Send + Sync>,
     ) -> Result<Served, MountError> {
         let repo: &'static Repository = Box::leak(Box::new(repo));
-        let fetched = Arc::new(AtomicU64::new(0));
+        let live = Arc::new(Live::default());
+        live.passthrough.store(passthrough, Ordering::Relaxed);
         let fs = WorktreeFs::new(
             repo,
-            Reader::new(repo, fetched.clone()),
-            passthrough,
+            Reader::new(repo, live.fetched.clone()),
+            live.clone(),
             report,
         )?;
         // The kernel checks each file's mode, as the disk's own files are checked.
         let options = vec![MountOption::RW, MountOption::DefaultPermissions];
-        run(fs, dir, options, stop, mounted)?;
+        run(fs, dir, options, stop, mounted, (repo, "worktree", &live))?;
         repo.tidy_store();
         Ok(Served {
-            fetched: fetched.load(Ordering::Relaxed),
+            fetched: live.fetched.load(Ordering::Relaxed),
         })
     }
 
     /// Mounts `fs` at `dir` with `options` and answers the kernel until
-    /// the folder is unmounted or `stop` is set.
+    /// the folder is unmounted or `stop` is set, saying how it goes in the
+    /// replica's `.dmv/mounts/` once a second (`shown`: the replica, what
+    /// the folder shows, the mount's state).
     fn run(
         fs: impl fuser::Filesystem + 'static,
         dir: &Path,
         mut options: Vec<MountOption>,
         stop: &AtomicBool,
         mounted: impl FnOnce(),
+        shown: (&Repository, &str, &Live),
     ) -> Result<(), MountError> {
+        let (repo, shows, live) = shown;
+        let since = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
         let mut config = Config::default();
         options.extend([
             MountOption::NoDev,
@@ -209,9 +224,15 @@ mod linux {
             source,
         })?;
         mounted();
+        let mut ticks = 0u32;
         while !stop.load(Ordering::Relaxed) && !session.guard.is_finished() {
+            if ticks.is_multiple_of(10) {
+                MountStatus::now(dir, shows, since, live).save(&repo.dmv);
+            }
+            ticks = ticks.wrapping_add(1);
             std::thread::sleep(Duration::from_millis(100));
         }
+        MountStatus::remove(&repo.dmv);
         let ended = if session.guard.is_finished() {
             session.join()
         } else {

@@ -31,6 +31,7 @@ use fuser::{
 
 use crate::read_cache::ReadCache;
 use crate::reading::{OpenFile, Reader};
+use crate::status::Live;
 use crate::worktree_names::{join, split, Absent, AbsentFile, Inodes, RelPath, ROOT};
 
 /// How long the kernel may keep a name or its attributes: the working
@@ -60,9 +61,10 @@ pub struct WorktreeFs {
     open_versions: Arc<Mutex<HashMap<ObjectId, usize>>>,
     /// Whether a thread is dropping what is past the budget.
     freeing: Arc<AtomicBool>,
-    /// Whether the kernel reads and writes the working tree's files itself
-    /// (FUSE passthrough: Linux 6.9, and the right to register files).
-    passthrough: AtomicBool,
+    /// What `dmv mount --status` shows; its `passthrough` says whether the
+    /// kernel reads and writes the working tree's files itself (FUSE
+    /// passthrough: Linux 6.9, and the right to register files).
+    live: Arc<Live>,
     /// Each inode's registered file while a handle of it is open: the
     /// kernel wants one per inode.
     backing: Mutex<HashMap<u64, std::sync::Weak<BackingId>>>,
@@ -97,7 +99,7 @@ impl WorktreeFs {
     pub fn new(
         repo: &'static Repository,
         reader: Reader,
-        passthrough: bool,
+        live: Arc<Live>,
         report: Box<dyn Fn(&str) + Send + Sync>,
     ) -> dmv_repo::RepoResult<WorktreeFs> {
         let head_time = match repo.head_commit()? {
@@ -118,7 +120,7 @@ impl WorktreeFs {
             cache: Arc::new(Mutex::new(ReadCache::load(repo))),
             open_versions: Arc::new(Mutex::new(HashMap::new())),
             freeing: Arc::new(AtomicBool::new(false)),
-            passthrough: AtomicBool::new(passthrough),
+            live,
             backing: Mutex::new(HashMap::new()),
             open: Mutex::new(HashMap::new()),
             next_handle: AtomicU64::new(1),
@@ -320,7 +322,7 @@ impl WorktreeFs {
         file: &File,
         register: impl FnOnce(&File) -> std::io::Result<BackingId>,
     ) -> Option<Arc<BackingId>> {
-        if !self.passthrough.load(Ordering::Relaxed) {
+        if !self.live.passthrough.load(Ordering::Relaxed) {
             return None;
         }
         let mut backing = lock(&self.backing);
@@ -335,7 +337,7 @@ impl WorktreeFs {
                 Some(id)
             }
             Err(e) => {
-                self.passthrough.store(false, Ordering::Relaxed);
+                self.live.passthrough.store(false, Ordering::Relaxed);
                 (self.report)(&format!(
                     "reads and writes go through this process, not straight to the disk: {e}"
                 ));
@@ -407,9 +409,10 @@ impl Filesystem for WorktreeFs {
         let _ = config.add_capabilities(InitFlags::FUSE_BIG_WRITES);
         // The working tree's files read and written by the kernel itself,
         // at the disk's speed: the mount only opens them.
-        let passthrough = config.add_capabilities(InitFlags::FUSE_PASSTHROUGH).is_ok()
+        let passthrough = self.live.passthrough.load(Ordering::Relaxed)
+            && config.add_capabilities(InitFlags::FUSE_PASSTHROUGH).is_ok()
             && config.set_max_stack_depth(2).is_ok();
-        self.passthrough.store(passthrough, Ordering::Relaxed);
+        self.live.passthrough.store(passthrough, Ordering::Relaxed);
         Ok(())
     }
 
@@ -665,12 +668,11 @@ impl Filesystem for WorktreeFs {
                             .open(f.id, f.size, String::from_utf8_lossy(&path).into_owned())
                             .map_err(|e| self.failed("open", &path, &e))?;
                         self.opened_absent(f.id, f.size);
+                        let fh = self.keep(Handle::Store(Arc::new(open)));
+                        lock(&self.live.reading)
+                            .insert(fh.0, (String::from_utf8_lossy(&path).into_owned(), f.size));
                         // The content of a version never changes: the kernel may keep its pages.
-                        return Ok((
-                            self.keep(Handle::Store(Arc::new(open))),
-                            FopenFlags::FOPEN_KEEP_CACHE,
-                            None,
-                        ));
+                        return Ok((fh, FopenFlags::FOPEN_KEEP_CACHE, None));
                     }
                     Some(_) => self.bring(&path)?,
                     None => {}
@@ -842,6 +844,7 @@ impl Filesystem for WorktreeFs {
         if let Some(handle) = lock(&self.open).remove(&fh.0) {
             if let Handle::Store(file) = &*handle {
                 self.closed_absent(&file.id);
+                lock(&self.live.reading).remove(&fh.0);
             }
         }
         reply.ok();
