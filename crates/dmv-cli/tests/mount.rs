@@ -945,6 +945,15 @@ fn worktree_mount_takes_changes(passthrough: bool) {
         std::fs::read_dir(m.path(".dmv")).is_err(),
         "the replica's own folder is hidden"
     );
+    // A lockable file whose lock is not held shows read-only, as a checkout writes it.
+    std::fs::write(m.path(".dmvattributes"), "*.bin lockable\n").unwrap();
+    let mode = |p: &str| std::fs::metadata(m.path(p)).unwrap().permissions().mode();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while mode("media/film.bin") & 0o222 != 0 {
+        assert!(Instant::now() < deadline, "{:o}", mode("media/film.bin"));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_ne!(mode("many/f00001.txt") & 0o200, 0);
     assert!(!phone.join("media").exists());
 
     // A read brings the bytes, not a working-tree file.
@@ -1041,6 +1050,7 @@ fn worktree_mount_takes_changes(passthrough: bool) {
         [
             " M many/f00003.txt",
             " M many/f00004.txt",
+            "?? .dmvattributes",
             "?? new/notes.txt",
             "?? state",
             "D  many/f00011.txt",

@@ -50,6 +50,41 @@ enum Handle {
     Store(Arc<OpenFile>),
 }
 
+/// Which absent files show read-only: lockable ones whose lock this
+/// replica's user does not hold, as a checkout would write them. Read
+/// again when `.dmvattributes` or the known locks change.
+#[derive(Default)]
+struct LockRule {
+    lockable: dmv_repo::Lockable,
+    held: std::collections::HashSet<String>,
+    stamps: Option<[Option<SystemTime>; 2]>,
+}
+
+impl LockRule {
+    fn read_only(&mut self, repo: &Repository, path: &[u8]) -> bool {
+        let files = [
+            repo.root.join(dmv_repo::ATTRIBUTES_FILE),
+            repo.dmv.join("locks-known"),
+        ];
+        let stamps = files
+            .each_ref()
+            .map(|f| std::fs::metadata(f).and_then(|m| m.modified()).ok());
+        if self.stamps != Some(stamps) {
+            let text = std::fs::read_to_string(&files[0]).unwrap_or_default();
+            self.lockable = dmv_repo::Lockable::parse(&text);
+            self.held = repo
+                .locks()
+                .known_locks()
+                .mine()
+                .map(|l| l.path.clone())
+                .collect();
+            self.stamps = Some(stamps);
+        }
+        self.lockable.matches(path)
+            && !std::str::from_utf8(path).is_ok_and(|p| self.held.contains(p))
+    }
+}
+
 pub struct WorktreeFs {
     repo: &'static Repository,
     reader: Reader,
@@ -61,6 +96,7 @@ pub struct WorktreeFs {
     open_versions: Arc<Mutex<HashMap<ObjectId, usize>>>,
     /// Whether a thread is dropping what is past the budget.
     freeing: Arc<AtomicBool>,
+    lock_rule: Mutex<LockRule>,
     /// What `dmv mount --status` shows; its `passthrough` says whether the
     /// kernel reads and writes the working tree's files itself (FUSE
     /// passthrough: Linux 6.9, and the right to register files).
@@ -121,6 +157,7 @@ impl WorktreeFs {
             open_versions: Arc::new(Mutex::new(HashMap::new())),
             freeing: Arc::new(AtomicBool::new(false)),
             live,
+            lock_rule: Mutex::new(LockRule::default()),
             backing: Mutex::new(HashMap::new()),
             open: Mutex::new(HashMap::new()),
             next_handle: AtomicU64::new(1),
@@ -192,8 +229,8 @@ impl WorktreeFs {
         }
     }
 
-    fn absent_attr(&self, ino: u64, file: Option<&AbsentFile>) -> FileAttr {
-        let (kind, perm, size) = match file {
+    fn absent_attr(&self, ino: u64, path: &[u8], file: Option<&AbsentFile>) -> FileAttr {
+        let (kind, mut perm, size) = match file {
             None => (FileType::Directory, 0o755, 0),
             Some(f) => match f.kind {
                 EntryKind::Symlink => (FileType::Symlink, 0o777, f.size),
@@ -201,6 +238,9 @@ impl WorktreeFs {
                 _ => (FileType::RegularFile, 0o644, f.size),
             },
         };
+        if kind == FileType::RegularFile && lock(&self.lock_rule).read_only(self.repo, path) {
+            perm &= !0o222;
+        }
         FileAttr {
             ino: INodeNo(ino),
             size,
@@ -231,8 +271,8 @@ impl WorktreeFs {
         }
         let absent = self.absent();
         match absent.file(path) {
-            Some(f) => Ok(self.absent_attr(ino, Some(f))),
-            None if absent.is_folder(path) => Ok(self.absent_attr(ino, None)),
+            Some(f) => Ok(self.absent_attr(ino, path, Some(f))),
+            None if absent.is_folder(path) => Ok(self.absent_attr(ino, path, None)),
             None => Err(Errno::ENOENT),
         }
     }
