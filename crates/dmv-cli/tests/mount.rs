@@ -1226,3 +1226,47 @@ fn a_worktree_mount_keeps_its_reads_within_the_cache_size() {
     assert!(whereis.contains("origin"), "{whereis}");
     fsck_clean(&phone);
 }
+
+/// rsync into a worktree mount: its temporary files renamed into place,
+/// over files whose data is absent too, land as changes of the working
+/// tree, and nothing of the files it replaced is fetched.
+#[test]
+fn an_rsync_into_a_worktree_mount_lands_as_changes() {
+    if lacks(&[Need::Fuse, Need::Rsync]) {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let src = project(t.path());
+    let (_server, phone) = hub_and_meta_clone(t.path(), &src);
+    let m = Mounted::new(&phone, &t.path().join("mnt"), &["--worktree"]);
+    let edits = t.path().join("edits");
+    std::fs::create_dir_all(edits.join("many")).unwrap();
+    std::fs::write(edits.join("many/f00030.txt"), "retouched\n").unwrap();
+    std::fs::write(edits.join("many/added.txt"), "new take\n").unwrap();
+    let rsync = Command::new("rsync")
+        .arg("-a")
+        .arg(format!("{}/", edits.display()))
+        .arg(format!("{}/", m.dir.display()))
+        .output()
+        .unwrap();
+    assert!(
+        rsync.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rsync.stderr)
+    );
+    let fetched = m.unmount();
+    assert_eq!(fetched, 0, "a file replaced whole is not fetched");
+    let status = dmv(&phone, &["status", "--porcelain"]);
+    let mut lines: Vec<&str> = status.lines().collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [" M many/f00030.txt", "?? many/added.txt"],
+        "{status}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(phone.join("many/f00030.txt")).unwrap(),
+        "retouched\n"
+    );
+    fsck_clean(&phone);
+}

@@ -1,5 +1,5 @@
 //! What some tests need beyond Rust and this build: real servers and kernel
-//! facilities (sshd, MinIO, moto, Chromium, FUSE, exFAT on a loop device). Plain
+//! facilities (sshd, MinIO, moto, Chromium, FUSE, rsync, exFAT on a loop device). Plain
 //! `cargo test` on a machine without one of them skips the tests that need
 //! it, saying so on stderr; `scripts/test` installs them all and sets
 //! `DMV_TEST_EVERYTHING`, under which a missing one fails the test instead.
@@ -19,6 +19,8 @@ pub enum Need {
     Chromium,
     /// The kernel's FUSE and fusermount3 for `dmv mount`.
     Fuse,
+    /// rsync, an application a mounted working tree must take files from.
+    Rsync,
     /// Root, a loop device, mkfs.exfat and exfat-fuse for a case-folding file system.
     Exfat,
 }
@@ -47,6 +49,7 @@ impl Need {
                 .then_some("chromium-driver is not installed"),
             Need::Fuse => (!Path::new("/dev/fuse").exists() || !on_path("fusermount3"))
                 .then_some("FUSE (/dev/fuse and fusermount3) is not here"),
+            Need::Rsync => (!on_path("rsync")).then_some("rsync is not here"),
             Need::Exfat => (!root()
                 || !on_path("losetup")
                 || !on_path("mkfs.exfat")
