@@ -6490,6 +6490,496 @@ def _remote_read(ctx, dmv, srv, experiment, param, dest, mnt, step, cmds, data, 
         m.close()
 
 
+# ---------------------------------------------------------------- worktree-mount (experiment `worktree-mount`, issue 74)
+
+# Issue 74: `dmv mount --worktree DIR`, the replica's working tree as a writable FUSE folder, against the same
+# replica's plain working tree (and, for data that is absent, against `dmv get`). Every row is WTM_REPEATS tries,
+# each a pair run back to back (the mount first in odd tries, the other way first in even ones); the report takes
+# the medians and the median of the pairs' ratios.
+WTM_FILE = "big.bin"          # the present file read (rows 1) and the source of the writes (row 3)
+WTM_ABSENT_FILE = "abs.bin"   # the file read in meta clones (row 2)
+WTM_WRITE_FILE = "w.bin"      # the file each write creates (row 3), removed after each try
+WTM_PHOTOS = "photos"         # the folder copied (row 4) and saved into (row 5)
+WTM_PHOTO_MIN, WTM_PHOTO_MAX = 40 << 10, 60 << 10   # the photos' sizes: seeded, uniform (about 50 KiB)
+WTM_SAVES = 100               # files saved the editor's way (row 5)
+WTM_EDITS = 100               # files edited before `dmv status` (row 6)
+WTM_TREE_PER_FOLDER = 1000    # row 6's tree: this many files of 1 KiB a folder
+WTM_SEED = 74
+WTM_NOPT_ENV = {"DMV_MOUNT_PASSTHROUGH": "0"}
+DROP_CACHES = "/proc/sys/vm/drop_caches"
+
+# run as a child (`python3 -c`): a photo editor's save of COUNT files of DIR (sorted names): a temporary file
+# beside each, fsync, rename over it; prints JSON (the loop's seconds, each new content's sha1)
+WTM_SAVE_SCRIPT = r"""
+import hashlib, json, os, random, sys, time
+folder, count, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+names = sorted(n for n in os.listdir(folder) if not n.endswith(".tmp"))[:count]
+rng = random.Random(seed)
+datas = [rng.randbytes(os.path.getsize(os.path.join(folder, n)) + rng.randrange(-512, 512)) for n in names]
+t = time.perf_counter()
+for name, data in zip(names, datas):
+    final = os.path.join(folder, name)
+    tmp = final + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    os.fsync(fd)
+    os.close(fd)
+    os.rename(tmp, final)
+seconds = time.perf_counter() - t
+print(json.dumps(dict(seconds=seconds, files=len(names), bytes=sum(map(len, datas)),
+                      sha1={n: hashlib.sha1(d).hexdigest() for n, d in zip(names, datas)})))
+"""
+
+
+class _WorktreeMount(_DmvMount):
+    """`dmv mount --worktree --background MNT` in the replica `repo` (env: e.g. DMV_MOUNT_PASSTHROUGH=0)."""
+
+    def __init__(self, ctx, dmv, repo, mnt, env=None):
+        super().__init__(ctx, dmv, repo, mnt)
+        self.env = env
+
+    def cmd(self):
+        return Cmd([self.dmv.path, "mount", "--worktree", "--background", self.mnt], cwd=self.repo, env=self.env)
+
+
+def _drop_caches():
+    """sync, then the page cache, dentries and inodes dropped (root only); True if it could."""
+    os.sync()
+    try:
+        with open(DROP_CACHES, "w") as f:
+            f.write("3\n")
+        return True
+    except OSError:
+        return False
+
+
+def _tree_hashes(top):
+    """{relative path: sha1} of every file under `top`."""
+    out = {}
+    for d, _, names in os.walk(top):
+        for n in names:
+            p = os.path.join(d, n)
+            out[os.path.relpath(p, top)] = datagen.file_hash(p)
+    return out
+
+
+def _tree_check(top, expected, what):
+    """An `after` check: the files under `top` are exactly `expected` ({relative path: sha1})."""
+    def check(out):
+        if not out.ok:
+            return {}
+        got = _tree_hashes(top) if os.path.isdir(top) else {}
+        bad = sorted(k for k in set(got) | set(expected) if got.get(k) != expected.get(k))
+        if bad:
+            out.ok, out.error = False, "%s: %d of %d files missing or differing, e.g. %s" % (
+                what, len(bad), len(expected), ", ".join(bad[:3]))
+        return dict(verified=not bad, files_checked=len(expected))
+    return check
+
+
+def _file_check(path, digest, what):
+    def check(out):
+        if not out.ok:
+            return {}
+        got = datagen.file_hash(path) if os.path.isfile(path) else None
+        if got != digest:
+            out.ok, out.error = False, "%s: %s" % (what, "missing" if got is None else "its bytes differ")
+        return dict(verified=got == digest)
+    return check
+
+
+def _paired(i, *ways):
+    """The ways of a try back to back, in the order given in odd tries and the other way round in even ones
+    (the mount's first, then the plain tree's, ...; with three, the plain tree in the middle of both mounts)."""
+    for way in (ways if i % 2 else ways[::-1]):
+        way()
+
+
+def worktree_mount(ctx, size, absent_size, photos, tree, repeats):
+    """`dmv mount --worktree` (issue 74) against the same replica's plain working tree, in one run; each row
+    `repeats` paired tries. Present data (one replica, `size` file and `photos` files of about 50 KiB):
+    (1) `cat FILE` cold (after sync and drop_caches, when root) and warm (`wtm-read`); (3) `dd bs=1M
+    conv=fsync` of a new file (`wtm-write`); both also with DMV_MOUNT_PASSTHROUGH=0; (4) `cp -r` of the photos
+    out (`wtm-copy`); (5) an editor's save of WTM_SAVES photos: temporary file, fsync, rename (`wtm-save`).
+    Absent data, from `dmv serve` on loopback, each measure in a fresh meta clone: (2) `cat` of a file of
+    `absent_size` through the mount against `dmv get FILE` (`wtm-absent`); (4b) `cp -r` of the photos out of
+    the mount against `dmv get photos` (`wtm-copy`). (6) `dmv status` after WTM_EDITS of `tree` files of 1 KiB
+    were edited through the mount, against the same edit in the plain tree (`wtm-status`)."""
+    dmv = next((t for t in ctx.tools if t.name == "dmv"), None)
+    if dmv is None:
+        return
+    rows = [("wtm-read", size), ("wtm-absent", absent_size), ("wtm-write", size), ("wtm-copy", photos),
+            ("wtm-save", WTM_SAVES), ("wtm-status", tree)]
+    probe = ctx.point("wtm-probe", 0)
+    why = None
+    try:
+        why = _supports(ctx, dmv, probe, "mount", "umount")
+        if not why:
+            r = subprocess.run([dmv.path, "mount", "--help"], capture_output=True, text=True, timeout=60)
+            if "--worktree" not in r.stdout + r.stderr:
+                why = "this dmv's mount has no --worktree"
+    finally:
+        shutil.rmtree(probe.root, ignore_errors=True)
+    if why:
+        for e, n in rows:
+            ctx.rec.note("dmv", e, str(n), "all", "unsupported", why)
+        return
+    need = 4 * (size + absent_size + photos * WTM_PHOTO_MAX) + 2 * absent_size + 2 * GiB
+    if free_bytes(ctx.workdir) < need:
+        for e, n in rows:
+            ctx.rec.note("dmv", e, str(n), "all", "skipped", "not enough free disk: need %s" % human_bytes(need))
+        return
+    can_drop = _drop_caches()
+    _wtm_present(ctx, dmv, size, absent_size, photos, repeats, can_drop)
+    _wtm_status(ctx, dmv, tree, repeats)
+
+
+def _wtm_mounted(ctx, dmv, repo, mnt, e, p, step, env=None):
+    """A context: a fresh worktree mount of `repo` at `mnt` (None if it failed: noted), unmounted after, and
+    what its log said besides its start and end noted."""
+    @contextlib.contextmanager
+    def cm():
+        m = _WorktreeMount(ctx, dmv, repo, mnt, env)
+        try:
+            out = m.open()
+            if not out.ok:
+                ctx.rec.note("dmv", e, p, step, "fail", "dmv mount --worktree --background: %s" % m.error)
+            yield m if out.ok else None
+        finally:
+            problem = m.close()
+            if problem or _MountLog.odd(m.lines):
+                ctx.rec.note("dmv", e, p, "unmount_%s" % step, "fail" if problem else "ok",
+                             "; ".join([problem or ""] + _MountLog.odd(m.lines)[:5]).strip("; "))
+    return cm()
+
+
+def _wtm_present(ctx, dmv, size, absent_size, photos, repeats, can_drop):
+    rec = ctx.rec
+    pt = ctx.point("worktree-mount", size)
+    try:
+        print("worktree-mount: writing %s, %s and %d photos; commit; push into a bare hub (untimed)" % (
+            human_bytes(size), human_bytes(absent_size), photos), flush=True)
+        source = os.path.join(pt.work, WTM_FILE)
+        digest = datagen.write_random_file(source, size, seed=WTM_SEED)
+        abs_digest = datagen.write_random_file(os.path.join(pt.work, WTM_ABSENT_FILE), absent_size, seed=WTM_SEED + 1)
+        folder = os.path.join(pt.work, WTM_PHOTOS)
+        os.makedirs(folder)
+        rng, stream = random.Random(WTM_SEED), datagen.RandomStream(WTM_SEED + 2)
+        photo_bytes = 0
+        for k in range(photos):
+            n = rng.randrange(WTM_PHOTO_MIN, WTM_PHOTO_MAX + 1)
+            with open(os.path.join(folder, "IMG_%05d.jpg" % k), "wb") as f:
+                f.write(stream.read(n))
+            photo_bytes += n
+        photo_hashes = _tree_hashes(folder)
+        hub = os.path.join(pt.root, "hub")
+        if not _run_untimed(ctx, dmv.init(pt) + dmv.commit(pt, True) + dmv.init_remote(pt, hub) + [
+                dmv.cmd(pt, "push", hub, "main")], dmv, "wtm-read", str(size), "prepare"):
+            return
+        mnt = os.path.join(pt.root, "mnt")
+        view = lambda *rel: os.path.join(mnt, *rel)
+        common = dict(cold_cache_dropped=can_drop, repeats=repeats)
+
+        # (1) reads of a present file: cold (fresh mount, caches dropped), then warm (the same again)
+        e, p = "wtm-read", str(size)
+        data = dict(common, data_bytes=size, data_files=1)
+        for i in range(1, repeats + 1):
+            print("%s %s: try %d of %d" % (e, human_bytes(size), i, repeats), flush=True)
+
+            def mounted(variant, env, i=i):
+                with _wtm_mounted(ctx, dmv, pt.work, mnt, e, p, "cold_mount%s_%d" % (variant, i), env) as m:
+                    if m is None:
+                        return
+                    for temp in ("cold", "warm"):
+                        dropped = _drop_caches() if temp == "cold" else None
+                        rec.step(dmv, e, p, "%s_mount%s_%d" % (temp, variant, i), [Cmd(["cat", view(WTM_FILE)], cwd=pt.root)],
+                                 None, after=lambda o, m=m: dict(data, dropped=dropped, variant=variant or "passthrough",
+                                                                 mount_peak_rss_kib=m.hwm()))
+                    if i == 1:  # untimed: the bytes through the mount
+                        ok = datagen.file_hash(view(WTM_FILE)) == digest
+                        rec.fact("dmv", e, p, "verify_mount%s" % variant, "ok" if ok else "fail",
+                                 None if ok else "the file read through the mount differs from the source",
+                                 verified=ok)
+
+            def plain(i=i):
+                for temp in ("cold", "warm"):
+                    dropped = _drop_caches() if temp == "cold" else None
+                    rec.step(_Floor, e, p, "%s_plain_%d" % (temp, i), [Cmd(["cat", source], cwd=pt.root)], None,
+                             after=lambda o: dict(data, dropped=dropped))
+            _paired(i, lambda: mounted("", None), plain, lambda: mounted("-nopt", WTM_NOPT_ENV))
+
+        # (3) writes: dd of a new file of `size` bytes, fsync'd, into the mount and into the plain tree
+        e, p = "wtm-write", str(size)
+        data = dict(common, data_bytes=size, data_files=1)
+        _warm(source)
+
+        def dd(target):
+            return [Cmd(["dd", "if=" + source, "of=" + target, "bs=1M", "conv=fsync", "status=none"], cwd=pt.root)]
+        plain_target = os.path.join(pt.work, WTM_WRITE_FILE)
+        for i in range(1, repeats + 1):
+            print("%s %s: try %d of %d" % (e, human_bytes(size), i, repeats), flush=True)
+
+            def mounted(variant, env, i=i):
+                with _wtm_mounted(ctx, dmv, pt.work, mnt, e, p, "write_mount%s_%d" % (variant, i), env) as m:
+                    if m is None:
+                        return
+                    os.sync()
+                    rec.step(dmv, e, p, "write_mount%s_%d" % (variant, i), dd(view(WTM_WRITE_FILE)), None,
+                             after=lambda o, m=m: dict(_file_check(plain_target, digest, "the file written "
+                                                       "through the mount, in the working tree")(o), **data,
+                                                       variant=variant or "passthrough", mount_peak_rss_kib=m.hwm()))
+                    try:
+                        os.remove(view(WTM_WRITE_FILE))
+                    except OSError:
+                        pass
+                if os.path.exists(plain_target):
+                    os.remove(plain_target)
+                os.sync()
+
+            def plain(i=i):
+                os.sync()
+                rec.step(_Floor, e, p, "write_plain_%d" % i, dd(plain_target), None,
+                         after=lambda o: dict(_file_check(plain_target, digest, "the file written")(o), **data))
+                if os.path.exists(plain_target):
+                    os.remove(plain_target)
+                os.sync()
+            _paired(i, lambda: mounted("", None), plain, lambda: mounted("-nopt", WTM_NOPT_ENV))
+
+        # (4) cp -r of the photos out of the mount and out of the plain tree (present data, page cache warm)
+        e, p = "wtm-copy", str(photos)
+        data = dict(common, data_files=photos, data_bytes=photo_bytes, folder=WTM_PHOTOS)
+        _warm(folder)
+        for i in range(1, repeats + 1):
+            print("%s %d: try %d of %d (present)" % (e, photos, i, repeats), flush=True)
+            dest = os.path.join(pt.root, "copy")
+
+            def mounted(i=i):
+                with _wtm_mounted(ctx, dmv, pt.work, mnt, e, p, "cp_mount_%d" % i) as m:
+                    if m is None:
+                        return
+                    os.sync()
+                    rec.step(dmv, e, p, "cp_mount_%d" % i, [Cmd(["cp", "-r", view(WTM_PHOTOS), dest], cwd=pt.root)],
+                             None, after=lambda o, m=m: dict(_tree_check(dest, photo_hashes, "cp -r out of the mount")(o),
+                                                             **data, mount_peak_rss_kib=m.hwm()))
+                shutil.rmtree(dest, ignore_errors=True)
+
+            def plain(i=i):
+                os.sync()
+                rec.step(_Floor, e, p, "cp_plain_%d" % i, [Cmd(["cp", "-r", folder, dest], cwd=pt.root)], None,
+                         after=lambda o: dict(_tree_check(dest, photo_hashes, "cp -r")(o), **data))
+                shutil.rmtree(dest, ignore_errors=True)
+            _paired(i, mounted, plain)
+
+        # (2) and (4b): absent data in fresh meta clones of the hub, served by dmv serve on 127.0.0.1
+        _wtm_absent(ctx, dmv, pt, hub, mnt, size, absent_size, abs_digest, photos, photo_bytes, photo_hashes,
+                    repeats, common)
+
+        # (5) a photo editor's save of WTM_SAVES photos: temporary file beside it, fsync, rename over it
+        e, p = "wtm-save", str(WTM_SAVES)
+        data = dict(common, data_files=WTM_SAVES, folder=WTM_PHOTOS)
+        for i in range(1, repeats + 1):
+            print("%s %d: try %d of %d" % (e, WTM_SAVES, i, repeats), flush=True)
+
+            def save(tool, step, where, seed, m=None):
+                os.sync()
+                out = run_cmds([Cmd([sys.executable, "-c", WTM_SAVE_SCRIPT, where, str(WTM_SAVES), str(seed)],
+                                    cwd=pt.root, stdout="capture")], rec.env, rec.timeout)
+                fields = dict(data, process_wall_s=round(out.wall_s, 6))
+                if m is not None:
+                    fields["mount_peak_rss_kib"] = m.hwm()
+                try:
+                    res = json.loads(out.captured.decode()) if out.ok else None
+                except ValueError:
+                    res, out.ok, out.error = None, False, "the saver's output is no JSON: %r" % out.captured[-200:]
+                if res:
+                    out.wall_s = res["seconds"]
+                    fields.update(data_bytes=res["bytes"], saved=res["files"])
+                    bad = [n for n, h in res["sha1"].items() if not os.path.isfile(os.path.join(folder, n))
+                           or datagen.file_hash(os.path.join(folder, n)) != h]
+                    left = [n for n in os.listdir(folder) if n.endswith(".tmp")]
+                    fields.update(verified=not bad and not left and res["files"] == min(WTM_SAVES, photos))
+                    if not fields["verified"]:
+                        out.ok, out.error = False, "%d saved files differ in the working tree, %d .tmp left, %d saved" % (
+                            len(bad), len(left), res["files"])
+                rec.record(tool, e, p, step, out, None, **fields)
+
+            def mounted(i=i):
+                with _wtm_mounted(ctx, dmv, pt.work, mnt, e, p, "save_mount_%d" % i) as m:
+                    if m is not None:
+                        save(dmv, "save_mount_%d" % i, view(WTM_PHOTOS), WTM_SEED * 100 + 2 * i, m)
+            _paired(i, mounted, lambda i=i: save(_Floor, "save_plain_%d" % i, folder, WTM_SEED * 100 + 2 * i + 1))
+    finally:
+        _mount_cleanup(pt.root, rec.env)
+        shutil.rmtree(pt.root, ignore_errors=True)
+
+
+def _wtm_absent(ctx, dmv, pt, hub, mnt, size, absent_size, abs_digest, photos, photo_bytes, photo_hashes, repeats,
+                common):
+    rec = ctx.rec
+    ea, pa = "wtm-absent", str(absent_size)
+    ec, pc = "wtm-copy", str(photos)
+    data_a = dict(common, data_bytes=absent_size, data_files=1, transport="http")
+    data_c = dict(common, data_files=photos, data_bytes=photo_bytes, folder=WTM_PHOTOS, transport="http")
+    try:
+        with servers.DmvHttp(dmv.path, os.path.join(pt.root, "http"), rec.env, {MOUNT_HUB: hub}, SYNC_TOKEN) as srv:
+            url = srv.url(MOUNT_HUB)
+            print("  dmv serve on 127.0.0.1:%d" % srv.port, flush=True)
+
+            def fresh(name, i):
+                dest = os.path.join(pt.root, name)
+                shutil.rmtree(dest, ignore_errors=True)
+                ok = _run_untimed(ctx, [dmv.cmd(pt, "clone", "--token", SYNC_TOKEN, "--slice", "meta", url, dest,
+                                                cwd=pt.root)], dmv, ea, pa, "clone_%s_%d" % (name, i))
+                return dest if ok else None
+
+            for i in range(1, repeats + 1):
+                print("%s %s: try %d of %d (absent, meta clones)" % (ea, human_bytes(absent_size), i, repeats),
+                      flush=True)
+
+                def read_mounted(i=i):
+                    clone = fresh("meta-mount", i)
+                    if not clone:
+                        return
+                    with _wtm_mounted(ctx, dmv, clone, mnt, ea, pa, "read_mount_%d" % i) as m:
+                        if m is not None:
+                            os.sync()
+                            sent0 = _server_written(srv)
+                            rec.step(dmv, ea, pa, "read_mount_%d" % i,
+                                     [Cmd(["cat", os.path.join(mnt, WTM_ABSENT_FILE)], cwd=pt.root)], None,
+                                     after=lambda o, m=m, s=sent0: dict(data_a, mount_peak_rss_kib=m.hwm(),
+                                                                        server_bytes_written=_delta(s, srv)))
+                            # untimed: the file through the mount again (from what it kept), hashed
+                            ok = datagen.file_hash(os.path.join(mnt, WTM_ABSENT_FILE)) == abs_digest
+                            rec.fact("dmv", ea, pa, "verify_mount_%d" % i, "ok" if ok else "fail",
+                                     None if ok else "the file read through the mount differs from the source",
+                                     verified=ok)
+                    shutil.rmtree(clone, ignore_errors=True)
+
+                def read_got(i=i):
+                    clone = fresh("meta-get", i)
+                    if not clone:
+                        return
+                    os.sync()
+                    sent0 = _server_written(srv)
+                    rec.step(dmv, ea, pa, "get_%d" % i, [dmv.cmd(pt, "get", WTM_ABSENT_FILE, cwd=clone)], None,
+                             after=lambda o, s=sent0: dict(_file_check(os.path.join(clone, WTM_ABSENT_FILE), abs_digest,
+                                                                       "dmv get")(o), **data_a,
+                                                           server_bytes_written=_delta(s, srv)))
+                    shutil.rmtree(clone, ignore_errors=True)
+                _paired(i, read_mounted, read_got)
+
+            for i in range(1, repeats + 1):
+                print("%s %d: try %d of %d (absent, meta clones)" % (ec, photos, i, repeats), flush=True)
+
+                def copy_mounted(i=i):
+                    clone = fresh("meta-mount", i)
+                    if not clone:
+                        return
+                    with _wtm_mounted(ctx, dmv, clone, mnt, ec, pc, "cp_absent_mount_%d" % i) as m:
+                        if m is not None:
+                            dest = os.path.join(pt.root, "copy")
+                            os.sync()
+                            sent0 = _server_written(srv)
+                            rec.step(dmv, ec, pc, "cp_absent_mount_%d" % i,
+                                     [Cmd(["cp", "-r", os.path.join(mnt, WTM_PHOTOS), dest], cwd=pt.root)], None,
+                                     after=lambda o, m=m, s=sent0: dict(
+                                         _tree_check(dest, photo_hashes, "cp -r out of the meta clone's mount")(o),
+                                         **data_c, mount_peak_rss_kib=m.hwm(), server_bytes_written=_delta(s, srv)))
+                            shutil.rmtree(dest, ignore_errors=True)
+                    shutil.rmtree(clone, ignore_errors=True)
+
+                def copy_got(i=i):
+                    clone = fresh("meta-get", i)
+                    if not clone:
+                        return
+                    os.sync()
+                    sent0 = _server_written(srv)
+                    rec.step(dmv, ec, pc, "get_%d" % i, [dmv.cmd(pt, "get", WTM_PHOTOS, cwd=clone)], None,
+                             after=lambda o, s=sent0: dict(_tree_check(os.path.join(clone, WTM_PHOTOS), photo_hashes,
+                                                                       "dmv get of the folder")(o), **data_c,
+                                                           server_bytes_written=_delta(s, srv)))
+                    shutil.rmtree(clone, ignore_errors=True)
+                _paired(i, copy_mounted, copy_got)
+    except servers.ServerError as e:
+        print("%s: %s" % (ea, e), flush=True)
+        for e_, p_ in ((ea, pa), (ec, pc)):
+            rec.note("dmv", e_, p_, "absent", "fail", str(e))
+
+
+def _delta(sent0, srv):
+    sent1 = _server_written(srv)
+    return sent1 - sent0 if sent0 is not None and sent1 is not None else None
+
+
+def _wtm_status(ctx, dmv, tree, repeats):
+    """(6) `dmv status` after WTM_EDITS of `tree` files of 1 KiB were rewritten (new bytes, the same size)
+    through the mount, against the same edit in the plain tree; after each, `dmv commit -a` (untimed)."""
+    rec = ctx.rec
+    e, p = "wtm-status", str(tree)
+    pt = ctx.point(e, tree)
+    try:
+        print("%s %d: writing %d files of 1 KiB, commit (untimed)" % (e, tree, tree), flush=True)
+        stream = datagen.RandomStream(WTM_SEED + 3)
+        names = []
+        for start in range(0, tree, WTM_TREE_PER_FOLDER):
+            d = "d%03d" % (start // WTM_TREE_PER_FOLDER)
+            os.makedirs(os.path.join(pt.work, d))
+            n = min(WTM_TREE_PER_FOLDER, tree - start)
+            block = stream.read(n * datagen.SMALL_FILE_SIZE)
+            for k in range(n):
+                rel = "%s/f%06d" % (d, start + k)
+                with open(os.path.join(pt.work, rel), "wb") as f:
+                    f.write(block[k * datagen.SMALL_FILE_SIZE:(k + 1) * datagen.SMALL_FILE_SIZE])
+                names.append(rel)
+        if not _run_untimed(ctx, dmv.init(pt) + dmv.commit(pt, True), dmv, e, p, "prepare"):
+            return
+        mnt = os.path.join(pt.root, "mnt")
+        data = dict(data_files=tree, edited=WTM_EDITS, repeats=repeats)
+        run_cmds([dmv.cmd(pt, "status")], rec.env, rec.timeout)  # untimed: the same start for every try
+
+        def edit(top, seed):
+            rng = random.Random(seed)
+            picked = sorted(rng.sample(names, min(WTM_EDITS, len(names))))
+            for rel in picked:
+                with open(os.path.join(top, rel), "r+b") as f:
+                    f.write(rng.randbytes(datagen.SMALL_FILE_SIZE))
+            return picked
+
+        def status(tool, step, picked, extra):
+            def after(out):
+                fields = dict(data, **extra)
+                if out.ok:
+                    text = out.captured.decode("utf-8", "replace")
+                    seen = sum(1 for rel in picked if rel in text)
+                    fields.update(listed=seen, verified=seen == len(picked))
+                    if seen != len(picked):
+                        out.ok, out.error = False, "dmv status names %d of the %d edited files" % (seen, len(picked))
+                return fields
+            rec.step(tool, e, p, step, [dmv.cmd(pt, "status", stdout="capture")], None, after=after)
+            _run_untimed(ctx, dmv.commit(pt, False), dmv, e, p, "commit_%s" % step)
+
+        for i in range(1, repeats + 1):
+            print("%s %d: try %d of %d" % (e, tree, i, repeats), flush=True)
+
+            def mounted(i=i):
+                with _wtm_mounted(ctx, dmv, pt.work, mnt, e, p, "status_mount_%d" % i) as m:
+                    if m is not None:
+                        picked = edit(mnt, WTM_SEED * 1000 + 2 * i)
+                        os.sync()
+                        status(dmv, "status_mount_%d" % i, picked, dict(mount_peak_rss_kib=m.hwm()))
+
+            def plain(i=i):
+                picked = edit(pt.work, WTM_SEED * 1000 + 2 * i + 1)
+                os.sync()
+                status(_Floor, "status_plain_%d" % i, picked, {})
+            _paired(i, mounted, plain)
+    finally:
+        _mount_cleanup(pt.root, rec.env)
+        shutil.rmtree(pt.root, ignore_errors=True)
+
+
 # ---------------------------------------------------------------- habits
 
 # Issue 47: everyday Git habits, dmv side by side with git in one run. Every timed row is HABITS_TRIES tries

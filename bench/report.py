@@ -30,7 +30,8 @@ EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync-bigfile", "sync-
                "availability-get", "availability-ring", "hubtier-bigfile",
                "hubtier-files", "watch-file", "watch-burst", "watch-watchers", "watch-idle-sync", "watch-idle", "mount-list",
                "mount-file",
-               "mount-remote", "mount-remote-seq", "habits-commit", "habits-rebase", "habits-log", "habits-blame",
+               "mount-remote", "mount-remote-seq", "wtm-read", "wtm-absent", "wtm-write", "wtm-copy", "wtm-save",
+               "wtm-status", "habits-commit", "habits-rebase", "habits-log", "habits-blame",
                "habits-grep", "habits-all", "habits-bisect", "locks", "locks-push", "webui-folder",
                "webui-commit", "webui-search", "webui-compare", "webui-upload", "webui-wall", "webui-review", "platforms-binary", "platforms-ref",
                "platforms-bigfile", "platforms-files", "encrypted-bigfile", "encrypted-files", "huge"]
@@ -2895,6 +2896,124 @@ def mount_section(ix, mode, cfg):
                 "ended its mount process within 10 s.", ""]
     return out
 
+WTM_TARGET_PRESENT = 1.3      # issue 74: through the mount within 1.3x of the plain working tree (present data)
+WTM_TARGET_ABSENT = 1.2       # issue 74: within 1.2x of `dmv get` (absent data)
+WTM_EXPS = ("wtm-read", "wtm-absent", "wtm-write", "wtm-copy", "wtm-save", "wtm-status")
+# (experiment, label, (tool, step prefix) through the mount, (tool, step prefix) against, target, against's label)
+WTM_ROWS = [
+    ("wtm-read", "1. read a present file, cold: `cat FILE`", ("dmv", "cold_mount"), ("cp", "cold_plain"),
+     WTM_TARGET_PRESENT, "plain tree"),
+    ("wtm-read", "1. read a present file, warm", ("dmv", "warm_mount"), ("cp", "warm_plain"), WTM_TARGET_PRESENT,
+     "plain tree"),
+    ("wtm-read", "1. read a present file, cold, passthrough off", ("dmv", "cold_mount-nopt"), ("cp", "cold_plain"),
+     WTM_TARGET_PRESENT, "plain tree"),
+    ("wtm-read", "1. read a present file, warm, passthrough off", ("dmv", "warm_mount-nopt"), ("cp", "warm_plain"),
+     WTM_TARGET_PRESENT, "plain tree"),
+    ("wtm-absent", "2. read an absent file (meta clone): `cat FILE` / `dmv get FILE`", ("dmv", "read_mount"),
+     ("dmv", "get"), WTM_TARGET_ABSENT, "`dmv get`"),
+    ("wtm-write", "3. write a new file: `dd bs=1M conv=fsync`", ("dmv", "write_mount"), ("cp", "write_plain"),
+     WTM_TARGET_PRESENT, "plain tree"),
+    ("wtm-write", "3. write a new file, passthrough off", ("dmv", "write_mount-nopt"), ("cp", "write_plain"),
+     WTM_TARGET_PRESENT, "plain tree"),
+    ("wtm-copy", "4. `cp -r` of the photos out, present", ("dmv", "cp_mount"), ("cp", "cp_plain"),
+     WTM_TARGET_PRESENT, "plain tree"),
+    ("wtm-copy", "4. `cp -r` of the photos out, absent (meta clone) / `dmv get FOLDER`", ("dmv", "cp_absent_mount"),
+     ("dmv", "get"), WTM_TARGET_ABSENT, "`dmv get`"),
+    ("wtm-save", "5. an editor's save of each photo: temporary file, fsync, rename", ("dmv", "save_mount"),
+     ("cp", "save_plain"), WTM_TARGET_PRESENT, "plain tree"),
+    ("wtm-status", "6. `dmv status` after editing files", ("dmv", "status_mount"), ("cp", "status_plain"),
+     WTM_TARGET_PRESENT, "plain tree"),
+]
+
+
+def _wtm_param(exp, p):
+    return fmt_count(p) + (" files" if exp == "wtm-status" else " photos") if exp in ("wtm-copy", "wtm-status") else \
+        ("%d files" % p if exp == "wtm-save" else fmt_size_param(p))
+
+
+def worktree_mount_table(ix):
+    lines = ["| measure | size | through the mount | against | the other way | mount / other (median of pairs) "
+             "| target | met |",
+             "|---|--:|--:|---|--:|--:|--:|---|"]
+    misses = []
+    for exp, label, top, bottom, target, against in WTM_ROWS:
+        for p in ix.params(exp):
+            mv, mtext = _mount_time(ix, top[0], exp, p, top[1])
+            ov, otext = _mount_time(ix, bottom[0], exp, p, bottom[1])
+            if mv is None and ov is None:
+                continue
+            r, pairs = _paired_ratio(ix, exp, p, top, bottom)
+            met = "—" if r is None else ("yes" if r <= target else "**no**")
+            if r is not None and r > target:
+                misses.append((label, r, target, against))
+            lines.append("| %s | %s | %s | %s | %s | %s | ≤ %.1fx | %s |" % (
+                label, _wtm_param(exp, p), mtext, against, otext,
+                "—" if r is None else "%sx (%s)" % (_times(r), ", ".join(_times(x) for x in pairs)), target, met))
+    return lines, misses
+
+
+def worktree_mount_section(ix, mode, cfg):
+    wtm = cfg.get("wtm", {})
+    repeats = wtm.get("repeats", 3)
+    dropped = [r.get("dropped") for (t, e, q, st), r in ix.by.items() if e == "wtm-read" and st.startswith("cold_")]
+    out = ["### Worktree mount: the working tree as a writable folder (issue 74)", "",
+           "`dmv mount --worktree --background DIR`, run in a replica, shows its working tree read-write through "
+           "FUSE (present files passed through: the kernel reads and writes the working tree's file itself "
+           "when the mount runs as root; with `DMV_MOUNT_PASSTHROUGH=0` the mount process does every read and "
+           "write; absent files, in a meta clone, listed at full size and fetched chunk by chunk as read). Each "
+           "row against the same replica's plain working tree, or, for absent data, against `dmv get` in a "
+           "second fresh meta clone. Every row is %d tries, each a pair (or, with passthrough off, a triple) run "
+           "back to back: the mount first in odd tries, the other way first in even ones; each mount is fresh "
+           "(`dmv mount --worktree --background`, untimed) and ended with `dmv umount` after its try. The table "
+           "shows the median wall time (in brackets: the tries and their range), and the median of the pairs' "
+           "ratios, each pair's two figures from the same moment of a shared machine." % repeats, "",
+           "Set-up (untimed): one replica with a file of %s of random bytes, one of %s and a folder of %s photos "
+           "of %s to %s of random bytes (seeded sizes), committed (`dmv add . && dmv commit`) and pushed into a "
+           "bare hub served by `dmv serve` on 127.0.0.1 (HTTP, a write token). "
+           "(1) `cat FILE > /dev/null` of the present file: cold, after sync(2) and `echo 3 > "
+           "/proc/sys/vm/drop_caches` (%s), on a fresh mount; then warm, the same again. "
+           "(2) in a fresh meta clone (`dmv clone --slice meta`), `cat` of the absent file through its mount, "
+           "against `dmv get FILE` in another fresh meta clone; after the read, the file is read again through "
+           "the mount (from what it kept) and hashed (untimed). "
+           "(3) `dd if=FILE of=DIR/NEW bs=1M conv=fsync` of a new file as large as the present one (its source "
+           "warm in the page cache), then the new file in the working tree hashed (untimed) and removed. "
+           "(4) `cp -r DIR/photos COPY` out of the mount and out of the plain tree (page cache warm), and out "
+           "of the mount of a fresh meta clone against `dmv get photos` in another; every copy's files hashed "
+           "and compared (untimed). "
+           "(5) for %d photos, as a photo editor saves: write `NAME.tmp` beside it (new random bytes, about its "
+           "size), fsync(2), rename(2) over `NAME`; timed inside a child python process (the loop only, its "
+           "data made before), every saved file hashed in the working tree afterwards (untimed). "
+           "(6) in a replica of %s files of 1 KiB (1,000 a folder, committed), %d files rewritten (new bytes, the "
+           "same size) through the mount (still mounted) or in the plain tree, then `dmv status` timed and its "
+           "output checked to name every edited file; `dmv commit -a` (untimed) after each." % (
+               fmt_size_param(wtm.get("size", 0)), fmt_size_param(wtm.get("absent_size", 0)),
+               fmt_count(wtm.get("photos", 0)), fmt_bytes(wtm.get("photo_min")), fmt_bytes(wtm.get("photo_max")),
+               "done: the suite ran as root" if dropped and all(dropped) else
+               "**not done**: the suite could not write it, so cold is only after sync(2)" if dropped else "—",
+               wtm.get("saves", 100), fmt_count(wtm.get("tree", 0)), wtm.get("edits", 100)), ""]
+    table, misses = worktree_mount_table(ix)
+    out += table + [""]
+    if misses:
+        out += ["Targets (issue 74): within %.1fx of the plain tree for present data, within %.1fx of `dmv get` "
+                "for absent data. Missed: %s." % (WTM_TARGET_PRESENT, WTM_TARGET_ABSENT, "; ".join(
+                    "%s, %sx against %.1fx (%s)" % (label.split(": ")[0], _times(r), t, against)
+                    for label, r, t, against in misses)), ""]
+    else:
+        out += ["Targets (issue 74): within %.1fx of the plain tree for present data, within %.1fx of `dmv get` "
+                "for absent data: every row with a ratio met them." % (WTM_TARGET_PRESENT, WTM_TARGET_ABSENT), ""]
+    rss = _median([r.get("mount_peak_rss_kib") for (t, e, q, st), r in ix.by.items() if e in WTM_EXPS])
+    if rss:
+        out += ["The mount process's peak RSS (VmHWM just before its unmount), median over every try: %s." %
+                fmt_kib(rss), ""]
+    notes = _mount_odd(ix, WTM_EXPS)
+    if notes:
+        out += ["What the mounts logged in `.dmv/mount.log` besides their start and end, and unmounts that went "
+                "wrong:", ""] + notes + [""]
+    else:
+        out += ["No mount logged anything in `.dmv/mount.log` besides its start and its end, and every unmount "
+                "ended its mount process within 10 s.", ""]
+    return out
+
 
 HABITS_TARGET_RATIO = 1.0     # issue 47: the small commit in a big tree no slower than git's
 # (experiment, step prefix, label)
@@ -4207,6 +4326,10 @@ def section(mode, per_exp, points):
         mount_run = next(per_exp[e] for e in ("mount-list", "mount-file", "mount-remote", "mount-remote-seq")
                          if e in per_exp)
         out += mount_section(ix, mode, mount_run["meta"].get("config", {}))
+
+    if any(ix.params(e) for e in WTM_EXPS):
+        wtm_run = next(per_exp[e] for e in WTM_EXPS if e in per_exp)
+        out += worktree_mount_section(ix, mode, wtm_run["meta"].get("config", {}))
 
     if any(ix.params(e) for e in HABITS_EXPS):
         # issue 47's rows and issue 70's may come from different runs: each row's constants from its own

@@ -15,6 +15,7 @@
     python3 bench/run.py --quick --experiments hubtier  # push/clone: one dmv serve on disk vs two over a MinIO bucket
     python3 bench/run.py --quick --experiments watch    # dmv watch: last write to commit and to another replica, idle cost; Syncthing
     python3 bench/run.py --quick --experiments mount    # dmv mount: ls -l of 100,000 files, 1 GiB read, random reads (8 min)
+    python3 bench/run.py --quick --experiments worktree-mount  # dmv mount --worktree against the plain tree and dmv get (8 min)
     python3 bench/run.py --quick --experiments habits   # dmv against git: add+commit in a big tree, rebase, log --graph
     python3 bench/run.py --quick --experiments habits-text  # issue 70's rows alone: blame, grep, log --all, bisect
     python3 bench/run.py --quick --experiments locks    # issue 71: lock/unlock over HTTP, push past 1,000 locks, vs git-lfs
@@ -60,6 +61,7 @@ MODES = {
                   avail_size="64M", avail_files=1000, hubtier_size="256M", hubtier_files=10_000,
                   watch_size="100M", watch_files="2000,10000", watch_tree=100_000, watch_idle=20,
                   mount_files=100_000, mount_size="1G", mount_remote_size="4G", mount_repeats=5,
+                  wtm_size="256M", wtm_absent_size="1G", wtm_photos=2_000, wtm_tree=10_000, wtm_repeats=3,
                   habits_files="100000", habits_rebase_commits=100, habits_log_commits=10_000,
                   webui_folder=10_000, webui_commit=2_000, webui_paths=1_000_000, webui_upload="1G",
                   platforms_size="1G", platforms_files=100_000, platforms_tries=5,
@@ -73,6 +75,7 @@ MODES = {
                  avail_size="1G", avail_files=10_000, hubtier_size="1G", hubtier_files=100_000,
                  watch_size="100M", watch_files="2000,10000", watch_tree=100_000, watch_idle=60,
                  mount_files=100_000, mount_size="1G", mount_remote_size="4G", mount_repeats=5,
+                 wtm_size="1G", wtm_absent_size="1G", wtm_photos=10_000, wtm_tree=100_000, wtm_repeats=5,
                  habits_files="100000,1000000", habits_rebase_commits=100, habits_log_commits=10_000,
                  webui_folder=10_000, webui_commit=2_000, webui_paths=1_000_000, webui_upload="1G",
                  platforms_size="1G", platforms_files=100_000, platforms_tries=5,
@@ -97,9 +100,10 @@ DEFAULT_EXPERIMENTS = {"quick": ["filesize", "filecount", "status", "refs"],
 # is wall: issue 69's photo wall in Chromium at a phone's and a desktop's size, against the previous UI's binary;
 # nor is habits-text: issue 70's rows of the habits comparison alone (blame, grep, log --all, bisect; habits runs
 # them too); nor is locks: issue 71's lock latency over HTTP against git-lfs on lfs-test-server (built with go);
-# nor is review-page: issue 72's page of a review of 2,000 photos with 500 comments, in Chromium
+# nor is review-page: issue 72's page of a review of 2,000 photos with 500 comments, in Chromium; nor is
+# worktree-mount: issue 74's writable mount of the working tree (FUSE, root), measured when the mount changes
 ALL_EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync", "s3", "partial", "history", "web", "import",
-                   "store", "attack", "availability", "hubtier", "watch", "mount", "habits", "habits-text", "locks",
+                   "store", "attack", "availability", "hubtier", "watch", "mount", "worktree-mount", "habits", "habits-text", "locks",
                    "webui", "wall", "review-page",
                    "platforms", "encrypted", "huge"]
 
@@ -316,6 +320,17 @@ def main(argv=None):
                          "full 4G; 1G when the disk has no room for 4 of it + 2 GiB, unless given)")
     ap.add_argument("--mount-repeats", type=int,
                     help="mount: fresh mounts per measure for dmv (quick and full 5; restic and bup: at most 3)")
+    ap.add_argument("--wtm-size", help="worktree-mount: size of the present file read and of the file written "
+                                       "through the mount, binary units (quick 256M, full 1G)")
+    ap.add_argument("--wtm-absent-size", help="worktree-mount: size of the file read in meta clones, through the "
+                                              "mount and with dmv get, binary units (quick and full 1G)")
+    ap.add_argument("--wtm-photos", type=lambda s: parse_number(s, False),
+                    help="worktree-mount: photos of about 50 KiB copied with cp -r (quick 2000, full 10000)")
+    ap.add_argument("--wtm-tree", type=lambda s: parse_number(s, False),
+                    help="worktree-mount: files of 1 KiB in the tree dmv status runs in after 100 edits (quick "
+                         "10000, full 100000)")
+    ap.add_argument("--wtm-repeats", type=int,
+                    help="worktree-mount: paired tries per row (quick 3, full 5; at least 1)")
     ap.add_argument("--habits-files",
                     help="habits: files of 1 KiB in the tree a small file is added and committed in, decimal units: "
                          "'100K,1M' or '1K..1M' (quick 100000, full 100000,1000000)")
@@ -433,6 +448,11 @@ def main(argv=None):
     mount_remote_note = None
     mount_repeats = max(1, args.mount_repeats or cfg["mount_repeats"])
     mount_peer_repeats = min(mount_repeats, experiments.MOUNT_PEER_REPEATS)
+    wtm_size = parse_number(args.wtm_size or cfg["wtm_size"], True)
+    wtm_absent_size = parse_number(args.wtm_absent_size or cfg["wtm_absent_size"], True)
+    wtm_photos = max(1, args.wtm_photos or cfg["wtm_photos"])
+    wtm_tree = max(experiments.WTM_EDITS, args.wtm_tree or cfg["wtm_tree"])
+    wtm_repeats = max(1, args.wtm_repeats or cfg["wtm_repeats"])
     habits_files = parse_points(args.habits_files or cfg["habits_files"], False)
     habits_rebase_commits = max(1, args.habits_rebase_commits or cfg["habits_rebase_commits"])
     habits_log_commits = max(1, args.habits_log_commits or cfg["habits_log_commits"])
@@ -720,6 +740,11 @@ def main(argv=None):
                             mount_peer_repeats=mount_peer_repeats, mount_bup_list_s=experiments.MOUNT_BUP_LIST_S,
                             mount_reads=experiments.MOUNT_READS, mount_read_bytes=experiments.MOUNT_READ_BYTES,
                             mount_seed=experiments.MOUNT_SEED, mount_bup_missing=mount_bup_why,
+                            wtm=dict(size=wtm_size, absent_size=wtm_absent_size, photos=wtm_photos,
+                                     photo_min=experiments.WTM_PHOTO_MIN, photo_max=experiments.WTM_PHOTO_MAX,
+                                     saves=experiments.WTM_SAVES, tree=wtm_tree, edits=experiments.WTM_EDITS,
+                                     repeats=wtm_repeats, seed=experiments.WTM_SEED, can_drop_caches=os.access(
+                                         experiments.DROP_CACHES, os.W_OK)),
                             habits_files=habits_files, habits_rebase_commits=habits_rebase_commits,
                             habits_log_commits=habits_log_commits, habits_tries=experiments.HABITS_TRIES,
                             habits_new_bytes=experiments.HABITS_NEW_BYTES,
@@ -817,6 +842,8 @@ def main(argv=None):
             elif exp == "mount":
                 experiments.mount(ctx, mount_restic, mount_bup, mount_bup_why, mount_files, mount_size,
                                   mount_remote_size, mount_remote_note, mount_repeats, mount_peer_repeats)
+            elif exp == "worktree-mount":
+                experiments.worktree_mount(ctx, wtm_size, wtm_absent_size, wtm_photos, wtm_tree, wtm_repeats)
             elif exp == "habits":
                 experiments.habits(ctx, habits_files, habits_rebase_commits, habits_log_commits)
                 experiments.habits_text(ctx)
