@@ -490,6 +490,8 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
     let mut confirmations = vec![0usize; ids.len()];
     let mut confirmed_by = Vec::new();
     let mut locks: Vec<(Box<dyn Remote>, String)> = Vec::new();
+    // The copies each replica confirmed live, recorded once the drop is done.
+    let mut confirmed: Vec<(ReplicaId, Vec<ObjectId>)> = Vec::new();
     let mut local_lock: Option<String> = None;
     let mut unreachable = Vec::new();
     // Every lock is requested after this, so none is older.
@@ -520,6 +522,13 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
                 {
                     Ok((lock, held)) => {
                         count(&mut confirmations, &held, &mut confirmed_by, &r.name);
+                        let its: Vec<ObjectId> = ids
+                            .iter()
+                            .zip(&held)
+                            .filter(|(_, h)| **h)
+                            .map(|(id, _)| *id)
+                            .collect();
+                        confirmed.push((r.id, its));
                         locks.push((r.remote, lock));
                     }
                     Err(e) => unreachable.push(format!("{} ({e})", r.name)),
@@ -590,6 +599,14 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
         }
     })();
     let freed_here = source.is_none() && result.is_ok();
+    if freed_here {
+        // What the drop confirmed is known from now on: a replica whose log
+        // lacked those copies (a meta clone takes others' logs lazily) would
+        // otherwise know only that its own copy went, and call the version lost.
+        for (replica, held) in &confirmed {
+            let _ = repo.copies().record_locations(held, *replica, true);
+        }
+    }
     // Unlock whatever happened; a lock left behind expires by itself.
     for (mut remote, lock) in locks {
         if freed_here {
