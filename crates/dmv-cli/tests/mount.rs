@@ -653,6 +653,16 @@ fn a_mount_whose_server_dies_or_freezes_answers_eio_for_what_is_missing_and_serv
 /// as image viewers map files; the bytes are the committed ones each way.
 #[test]
 fn a_large_file_reads_right_whole_at_boundaries_and_mapped() {
+    large_file_reads_right(false);
+}
+
+/// The same through a worktree mount of a meta clone, the film absent.
+#[test]
+fn a_large_absent_file_reads_right_through_a_worktree_mount() {
+    large_file_reads_right(true);
+}
+
+fn large_file_reads_right(worktree: bool) {
     if lacks(&[Need::Fuse]) {
         return;
     }
@@ -665,7 +675,14 @@ fn a_large_file_reads_right_whole_at_boundaries_and_mapped() {
     dmv(&src, &["commit", "-m", "take"]);
     let film = std::fs::read(src.join("take.mov")).unwrap();
     let (_, starts) = chunk_starts(&src, "HEAD", "take.mov");
-    let m = Mounted::new(&src, &t.path().join("mnt"), &[]);
+    let (_server, m) = match worktree {
+        false => (None, Mounted::new(&src, &t.path().join("mnt"), &[])),
+        true => {
+            let (server, phone) = hub_and_meta_clone(t.path(), &src);
+            let m = Mounted::new(&phone, &t.path().join("mnt"), &["--worktree"]);
+            (Some(server), m)
+        }
+    };
     let path = m.path("take.mov");
     // Readers size their reads by st_blksize: a film is read a MiB per call, not 64 KiB.
     assert_eq!(

@@ -26,7 +26,7 @@ const KEPT: Duration = Duration::from_secs(3600);
 /// whole read of a film runs at 85–90% of `dmv cat`'s speed this way, 75%
 /// the other way. Smaller files (sidecars, thumbnails read again and
 /// again) stay in the page cache.
-const DIRECT_FROM: u64 = 16 << 20;
+pub(crate) const DIRECT_FROM: u64 = 16 << 20;
 
 /// The read size a file suggests to its readers (`st_blksize`; `cat`, `cp`
 /// and most players read at least this much per call). Direct I/O brings

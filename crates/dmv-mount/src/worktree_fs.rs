@@ -29,6 +29,7 @@ use fuser::{
     WriteFlags,
 };
 
+use crate::fs::DIRECT_FROM;
 use crate::read_cache::ReadCache;
 use crate::reading::{OpenFile, Reader};
 use crate::status::Live;
@@ -97,6 +98,8 @@ pub struct WorktreeFs {
     /// Whether a thread is dropping what is past the budget.
     freeing: Arc<AtomicBool>,
     lock_rule: Mutex<LockRule>,
+    /// The kernel maps files read with direct I/O (Linux 6.6).
+    direct: AtomicBool,
     /// What `dmv mount --status` shows; its `passthrough` says whether the
     /// kernel reads and writes the working tree's files itself (FUSE
     /// passthrough: Linux 6.9, and the right to register files).
@@ -158,6 +161,7 @@ impl WorktreeFs {
             freeing: Arc::new(AtomicBool::new(false)),
             live,
             lock_rule: Mutex::new(LockRule::default()),
+            direct: AtomicBool::new(false),
             backing: Mutex::new(HashMap::new()),
             open: Mutex::new(HashMap::new()),
             next_handle: AtomicU64::new(1),
@@ -447,6 +451,10 @@ impl Filesystem for WorktreeFs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
         let _ = config.set_max_readahead(1 << 20);
         let _ = config.add_capabilities(InitFlags::FUSE_BIG_WRITES);
+        let direct = config
+            .add_capabilities(InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP)
+            .is_ok();
+        self.direct.store(direct, Ordering::Relaxed);
         // The working tree's files read and written by the kernel itself,
         // at the disk's speed: the mount only opens them.
         let passthrough = self.live.passthrough.load(Ordering::Relaxed)
@@ -711,8 +719,15 @@ impl Filesystem for WorktreeFs {
                         let fh = self.keep(Handle::Store(Arc::new(open)));
                         lock(&self.live.reading)
                             .insert(fh.0, (String::from_utf8_lossy(&path).into_owned(), f.size));
-                        // The content of a version never changes: the kernel may keep its pages.
-                        return Ok((fh, FopenFlags::FOPEN_KEEP_CACHE, None));
+                        // As the read-only mount reads it: a large version past the
+                        // page cache, in 1 MiB reads; a small one kept there (its
+                        // content never changes).
+                        let how = if self.direct.load(Ordering::Relaxed) && f.size >= DIRECT_FROM {
+                            FopenFlags::FOPEN_DIRECT_IO
+                        } else {
+                            FopenFlags::FOPEN_KEEP_CACHE
+                        };
+                        return Ok((fh, how, None));
                     }
                     Some(_) => self.bring(&path)?,
                     None => {}
