@@ -1,10 +1,11 @@
 //! Recording what a server decided (a push, a lock, an unlock, a broken
-//! lock, an upload, a drop, a comment mentioning people) where it decided it: in the audit log of the
-//! repository served (dmv-repo's `audit`: `.dmv/audit/` of a directory, or
-//! one small object per event under `server/audit/` of a bucket, so the
-//! servers of one bucket never overwrite each other's), then told to the
-//! [`EventSink`] the server configured (dmv-server's webhooks). A failure
-//! to record never undoes what was done: it is told to the sink.
+//! lock, an upload, a drop, a comment mentioning people) where it decided
+//! it: in the audit log of the repository served (dmv-repo's `audit`:
+//! `.dmv/audit/` of a directory, or one small object per event under
+//! `server/audit/` of a bucket, so the servers of one bucket never
+//! overwrite each other's), then told to the [`EventSink`] the server
+//! configured (dmv-server's webhooks). A failure to record never undoes
+//! what was done: it is told to the sink.
 
 #[cfg(feature = "s3")]
 use std::sync::atomic::{AtomicU64, Ordering};
