@@ -1284,3 +1284,64 @@ fn an_rsync_into_a_worktree_mount_lands_as_changes() {
     );
     fsck_clean(&phone);
 }
+
+/// Two commands at once: while files are written, and saved over absent
+/// files, through a worktree mount, gc runs again and again and a second
+/// writer gets and drops other files of the replica. Every file written
+/// through the mount is committed whole afterwards, and fsck finds
+/// nothing lost.
+#[test]
+fn a_worktree_mount_writing_while_gc_gets_and_drops_run_loses_nothing() {
+    if lacks(&[Need::Fuse]) {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let src = project(t.path());
+    let (_server, phone) = hub_and_meta_clone(t.path(), &src);
+    dmv(&phone, &["config", "drop.numcopies", "1"]);
+    let m = Mounted::new(&phone, &t.path().join("mnt"), &["--worktree"]);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let other = {
+        let (phone, stop) = (phone.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut done = 0;
+            for i in 1000.. {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                let path = format!("many/f{i:05}.txt");
+                for args in [vec!["gc"], vec!["get", &path], vec!["drop", &path]] {
+                    done += usize::from(dmv_out(&phone, &args).status.success());
+                }
+            }
+            done
+        })
+    };
+    std::fs::create_dir(m.path("new")).unwrap();
+    for i in 0..60u32 {
+        std::fs::write(m.path(&format!("new/w{i}.txt")), format!("written {i}\n")).unwrap();
+        if i % 3 == 0 {
+            let tmp = m.path(&format!("many/.f{i:05}.swp"));
+            std::fs::write(&tmp, format!("saved {i}\n")).unwrap();
+            std::fs::File::open(&tmp).unwrap().sync_all().unwrap();
+            std::fs::rename(&tmp, m.path(&format!("many/f{i:05}.txt"))).unwrap();
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let done = other.join().unwrap();
+    assert!(
+        done >= 3,
+        "the other commands ran beside the writes: {done}"
+    );
+    m.unmount();
+    dmv(&phone, &["add", "."]);
+    dmv(&phone, &["commit", "-m", "beside gc"]);
+    for i in 0..60u32 {
+        let cat = |path: String| dmv(&phone, &["cat", &format!("HEAD:{path}")]);
+        assert_eq!(cat(format!("new/w{i}.txt")), format!("written {i}\n"));
+        if i % 3 == 0 {
+            assert_eq!(cat(format!("many/f{i:05}.txt")), format!("saved {i}\n"));
+        }
+    }
+    fsck_clean(&phone);
+}

@@ -302,6 +302,23 @@ impl WorktreeFs {
         std::fs::create_dir_all(self.disk(parent)).map_err(|e| errno(&e))
     }
 
+    /// Makes `name` in folder `parent` on disk with `make` (its folders
+    /// first), unless an absent file or folder is there; its attributes.
+    fn make_new(
+        &self,
+        parent: INodeNo,
+        name: &OsStr,
+        make: impl FnOnce(&std::path::Path) -> std::io::Result<()>,
+    ) -> Result<FileAttr, Errno> {
+        let path = self.child_of(parent, name)?;
+        if self.absent().any_at_or_under(&path) {
+            return Err(Errno::EEXIST);
+        }
+        self.make_parents(&path)?;
+        make(&self.disk(&path)).map_err(|e| errno(&e))?;
+        self.attr_of(&path)
+    }
+
     fn is_absent_file(&self, path: &[u8]) -> bool {
         self.disk(path).symlink_metadata().is_err() && self.absent().file(path).is_some()
     }
@@ -425,18 +442,12 @@ fn free(
         .filter(|id| !paths.iter().any(|(p, _)| p == *id))
         .copied()
         .collect();
-    // Dropped as `dmv drop` does, through the repository as it is now on
-    // disk (its config and location log), not as the mount opened it.
-    let now = match Repository::open(&repo.root) {
-        Ok(now) => now,
-        Err(e) => return report(&format!("mount.cacheSize: cannot open the replica: {e}")),
-    };
     for (id, path) in paths {
         let options = dmv_sync::DropOptions {
             paths: vec![path.clone()],
             ..Default::default()
         };
-        match dmv_sync::drop_files(&now, &options) {
+        match dmv_sync::drop_files(repo, &options) {
             Ok(_) => gone.push(id),
             Err(e) => report(&format!(
                 "mount.cacheSize: cannot free {}: {e}",
@@ -505,6 +516,11 @@ impl Filesystem for WorktreeFs {
                 self.bring(&path)?;
             }
             let disk = self.disk(&path);
+            // A folder of absent files only is made on disk to take its
+            // mode or times (rsync sets a folder's times after its files).
+            if disk.symlink_metadata().is_err() && self.absent().is_folder(&path) {
+                std::fs::create_dir_all(&disk).map_err(|e| errno(&e))?;
+            }
             if let Some(size) = size {
                 let by_handle = fh.and_then(|fh| self.handle(fh).ok());
                 match by_handle.as_deref() {
@@ -574,19 +590,15 @@ impl Filesystem for WorktreeFs {
         umask: u32,
         reply: ReplyEntry,
     ) {
-        let made = (|| {
-            let path = self.child_of(parent, name)?;
-            if self.absent().any_at_or_under(&path) {
-                return Err(Errno::EEXIST);
-            }
-            self.make_parents(&path)?;
-            std::fs::create_dir(self.disk(&path)).map_err(|e| errno(&e))?;
+        let made = self.make_new(parent, name, |disk| {
+            std::fs::create_dir(disk)?;
+            // The mode as the disk would set it; a failure leaves the default.
             let _ = std::fs::set_permissions(
-                self.disk(&path),
+                disk,
                 std::fs::Permissions::from_mode(mode & !umask & 0o7777),
             );
-            self.attr_of(&path)
-        })();
+            Ok(())
+        });
         match made {
             Ok(attr) => reply.entry(&KEPT, &attr, Generation(0)),
             Err(e) => reply.error(e),
@@ -639,15 +651,9 @@ impl Filesystem for WorktreeFs {
         target: &std::path::Path,
         reply: ReplyEntry,
     ) {
-        let made = (|| {
-            let path = self.child_of(parent, link_name)?;
-            if self.absent().any_at_or_under(&path) {
-                return Err(Errno::EEXIST);
-            }
-            self.make_parents(&path)?;
-            std::os::unix::fs::symlink(target, self.disk(&path)).map_err(|e| errno(&e))?;
-            self.attr_of(&path)
-        })();
+        let made = self.make_new(parent, link_name, |disk| {
+            std::os::unix::fs::symlink(target, disk)
+        });
         match made {
             Ok(attr) => reply.entry(&KEPT, &attr, Generation(0)),
             Err(e) => reply.error(e),
