@@ -166,7 +166,11 @@ pub fn mount(a: MountArgs) -> Result<u8> {
 /// writes once a second.
 fn status(json: bool) -> Result<u8> {
     let repo = open_repo()?;
-    let mounts = dmv_mount::running_mounts(&repo.dmv);
+    // A mount whose folder is gone is ending: it no longer shows anything.
+    let mounts: Vec<_> = dmv_mount::running_mounts(&repo.dmv)
+        .into_iter()
+        .filter(|m| mounted_at(&m.dir))
+        .collect();
     if json {
         println!("{}", serde_json::to_string_pretty(&mounts)?);
         return Ok(0);
