@@ -21,7 +21,7 @@ use crate::multi_pack::FOLD_RATIO;
 use crate::object::children_marked;
 use crate::pack::{self, index_file_name, pack_file_name, Entry, PackWriter, COMP_NONE, COMP_ZSTD};
 use crate::session::maybe_compress;
-use crate::store::sync_dir;
+use crate::store::{sync_dir, MULTI_PACK_INDEX};
 use crate::{ObjectId, ObjectKind, Store, StoreError, StoreResult, Tally};
 
 /// What [`Store::gc`] did.
@@ -70,6 +70,10 @@ impl Default for GcOptions {
 /// next command that wrote rolls the smallest together (one or two packs
 /// per commit pile up in a day of small commits).
 pub const AUTO_REPACK_SMALL_PACKS: usize = crate::store::MAX_UNCOVERED_PACKS;
+/// More small packs than this under the multi-pack index have piled up
+/// (rolled geometrically there would be a handful): the auto-repack then
+/// rolls the smallest of all packs, as when it folds.
+const PILED_UP_COVERED_PACKS: usize = 4 * crate::store::MAX_UNCOVERED_PACKS;
 /// The packs a repack keeps, and the one it makes, form a progression at
 /// least this steep (as git's `repack --geometric`): each object is rewritten
 /// O(log n) times over a history of n small commits, not O(n).
@@ -268,7 +272,8 @@ impl Store {
         self.reload()?;
         let (covered, outside) = self.coverage();
         let outside_objects: usize = outside.iter().map(|i| i.len()).sum();
-        let fold = outside_objects.saturating_mul(FOLD_RATIO) >= covered;
+        let fold = outside_objects.saturating_mul(FOLD_RATIO) >= covered
+            || self.covered_small_packs_piled_up()?;
         let small = self.small_packs(&if fold { self.indexes() } else { outside })?;
         let roll = packs_to_roll(&small.iter().map(|p| p.size).collect::<Vec<_>>());
         if roll >= 2 {
@@ -299,6 +304,23 @@ impl Store {
             false => self.reload()?,
         }
         Ok(Some(report))
+    }
+
+    /// Whether more small packs than [`PILED_UP_COVERED_PACKS`] lie under
+    /// the multi-pack index: folded in before anything rolled them (a
+    /// session folds what piles up when no repack could run), each one
+    /// more file to list at every reload.
+    fn covered_small_packs_piled_up(&self) -> StoreResult<bool> {
+        let midx: Vec<_> = self
+            .indexes()
+            .into_iter()
+            .filter(|i| i.path().file_name().is_some_and(|n| n == MULTI_PACK_INDEX))
+            .collect();
+        // Only a store with that many packs at all pays a stat for each.
+        if midx.iter().map(|i| i.packs().len()).sum::<usize>() <= PILED_UP_COVERED_PACKS {
+            return Ok(false);
+        }
+        Ok(self.small_packs(&midx)?.len() > PILED_UP_COVERED_PACKS)
     }
 
     /// The packs `indexes` cover that are under half the size limit, smallest first.

@@ -196,11 +196,13 @@ impl Store {
         *self.listed_at.lock().unwrap_or_else(|e| e.into_inner()) =
             mtime.map(|m| (SystemTime::now(), m));
         let mut idx_files = Vec::new();
+        let mut listed = HashSet::new();
         for entry in std::fs::read_dir(&self.packs_dir).at(&self.packs_dir)? {
             let entry = entry.at(&self.packs_dir)?;
             let name = entry.file_name();
             let name = name.to_string_lossy();
             if name.starts_with("pack-") && name.ends_with(".idx") {
+                listed.insert(name.into_owned());
                 idx_files.push(entry.path());
             }
         }
@@ -217,10 +219,12 @@ impl Store {
                 .map(PackIndex::probed_only)
                 .map(PackIndex::read_at_random)
             {
+                // Checked against the listing, not a stat per pack: a
+                // partial replica reloads after every piece it fetches.
                 let all_present = midx
                     .packs()
                     .iter()
-                    .all(|p| self.packs_dir.join(index_file_name(p)).exists());
+                    .all(|p| listed.contains(&index_file_name(p)));
                 if all_present {
                     covered.extend(midx.packs().iter().copied());
                     indexes.push(Arc::new(midx));

@@ -558,6 +558,56 @@ fn small_packs_pile_up_no_further_than_the_auto_repack_allows() {
     assert!(reopened.verify_packs(&Tally::silent()).unwrap().is_clean());
 }
 
+/// Packs sealed where nothing rolls them (a mount's piece fetches once
+/// did not tidy) are folded into the multi-pack index by the sessions
+/// themselves. The next auto-repack rolls those as well, so a reload lists
+/// a handful of packs again, not one per fetch, and nothing is lost.
+#[test]
+fn small_packs_folded_in_unrolled_are_rolled_by_the_next_auto_repack() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir.path().join("objects"), 1 << 20);
+    let packs = || {
+        std::fs::read_dir(store.packs_dir())
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .ends_with(".pack")
+            })
+            .count()
+    };
+    let mut ids = Vec::new();
+    let mut put = |i: u32| {
+        let mut s = store.begin_write().unwrap();
+        let payload = [i.to_le_bytes().to_vec(), noise(300, (i % 251) as u8)].concat();
+        ids.push((s.put_object(ObjectKind::Chunk, &payload).unwrap(), payload));
+        s.finish().unwrap();
+    };
+    for i in 0..300 {
+        put(i);
+    }
+    assert_eq!(packs(), 300, "no session rolls packs");
+    // The next small packs outside the index start the repack, once more
+    // than it allows are there (how many are outside now depends on when
+    // the sessions last folded).
+    let report = (300..400)
+        .find_map(|i| {
+            put(i);
+            store.repack_if_many_small().unwrap()
+        })
+        .expect("a repack");
+    assert!(report.packs_rolled > 300, "{report:?}");
+    assert!(packs() <= 4, "{} packs left", packs());
+    let reopened =
+        Store::open(&dir.path().join("objects"), ChunkParams::default(), 1 << 20).unwrap();
+    for (id, payload) in &ids {
+        assert_eq!(&reopened.read(id).unwrap().1, payload);
+    }
+    assert!(reopened.verify_packs(&Tally::silent()).unwrap().is_clean());
+}
+
 /// The repack only runs when nobody else writes: a session holding the lock
 /// makes it wait for a later chance, and nothing is moved under it.
 #[test]
