@@ -1269,3 +1269,47 @@ fn a_get_of_one_file_after_whereis_reads_its_path_not_the_claimed_tree() {
     // And it still says who holds them: the studio, the hub, and now the phone.
     assert_eq!(phone.whereis("d41/f19")[0].copies.len(), 3);
 }
+
+/// A mount reads a folder of absent photos one piece fetch at a time, each
+/// sealed as a pack of its own: the fetcher tidies after each, so the
+/// store holds a handful of packs, not one per file (at thousands, every
+/// lookup's reload listed them all).
+#[test]
+fn piece_fetches_one_file_at_a_time_leave_a_handful_of_packs() {
+    let fleet = Fleet::new();
+    let studio = fleet.full("studio");
+    for p in 0..80u64 {
+        studio.write(&format!("day1/p{p:02}.jpg"), noise(2000, p + 1));
+    }
+    studio.commit_all("shoot");
+    studio.push().unwrap();
+    let phone = fleet.partial("phone", "meta");
+    let dirstate = phone.repo.load_dirstate().unwrap();
+    let files: Vec<_> = dirstate
+        .entries
+        .iter()
+        .filter(|(_, e)| e.is_absent())
+        .collect();
+    let packs = || {
+        std::fs::read_dir(phone.repo.store.packs_dir())
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().path().extension() == Some("pack".as_ref()))
+            .count()
+    };
+    let before = packs();
+    let mut fetcher = dmv_sync::PieceFetcher::new(&phone.repo);
+    let (mut fetched, mut most) = (0, 0);
+    for (path, entry) in files.iter() {
+        // Each photo is one chunk: its id is the chunk's.
+        fetched += fetcher.fetch_chunks(&entry.id, path, &[entry.id]).unwrap();
+        most = most.max(packs());
+    }
+    assert_eq!(fetched, 80 * 2000);
+    assert!(
+        most <= before + dmv_repo::store::AUTO_REPACK_SMALL_PACKS + 4,
+        "{most} packs after {} fetches ({before} before)",
+        files.len()
+    );
+    assert!(phone.absent().is_empty(), "{:?}", phone.absent());
+    phone.assert_fsck_clean();
+}

@@ -51,6 +51,8 @@ impl<'r> PieceFetcher<'r> {
             session.put_verified(obj)?;
         }
         session.finish()?;
+        drop(session);
+        self.repo.tidy_store();
         Ok(())
     }
 
@@ -70,6 +72,10 @@ impl<'r> PieceFetcher<'r> {
             bytes += obj.raw_len as u64;
         }
         session.finish()?;
+        drop(session);
+        // Each fetch seals a pack: a mount copying a folder of photos out
+        // seals thousands, which must roll as a day of commits' do.
+        self.repo.tidy_store();
         Ok(bytes)
     }
 
