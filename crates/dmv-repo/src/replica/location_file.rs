@@ -698,7 +698,7 @@ impl Copies<'_> {
     }
 
     /// The journal's records (none when there is no journal).
-    fn read_journal(&self) -> RepoResult<Journal> {
+    pub(crate) fn read_journal(&self) -> RepoResult<Journal> {
         let path = self.journal_path();
         match std::fs::read(&path) {
             Ok(bytes) => {
@@ -915,31 +915,94 @@ impl Copies<'_> {
 
     /// [`Copies::merge_locations`] of a few records another replica
     /// sent (what a `get` or a drop there changed): noted in the journal, as
-    /// this replica's own few are, when their cards say nothing the log
+    /// this replica's own few are; when their cards say something the log
     /// does not (each replica's name, URLs and metered flag as known; a
-    /// card only stamped again is no news), else merged. Returns how many
-    /// records were taken in. A hub told of one file got on a phone
-    /// rewrote its whole log for it: ~100 ms at 100,000 files.
+    /// card only stamped again is no news), the log takes the cards alone
+    /// first, its claims and records copied as they are. More records are
+    /// merged. Returns how many records were taken in. A hub told of one
+    /// file got on a phone rewrote its whole log for it: ~100 ms at 100,000
+    /// files, and still for a phone's first `get`, whose card was news.
     pub fn merge_few_locations(
         &self,
         mut records: Vec<LocationRecord>,
         cards: &ReplicaCards,
     ) -> RepoResult<usize> {
         let _lock = self.lock_locations()?;
-        let known = match LogReader::open(&self.locations_path())? {
+        if records.len() > MERGED_FROM_RECORDS {
+            records.sort_by_key(LocationRecord::order_then_age);
+            return self.merge_locked(records.into_iter().map(Ok), cards, false, None);
+        }
+        self.merge_cards_locked(cards)?;
+        let taken = records.len();
+        self.note_locked(records)?;
+        Ok(taken)
+    }
+
+    /// Takes `cards` into the log (per replica the newer, as
+    /// [`LocationLog::card`] does) without touching its records: its
+    /// claims and the records written out are copied as they are, unread
+    /// as records, so no claimed tree is listed (the journal stays, and
+    /// reads on top as before). The log is rewritten only when a card is
+    /// news (a card only stamped again is none). Under the lock.
+    fn merge_cards_locked(&self, cards: &ReplicaCards) -> RepoResult<()> {
+        let path = self.locations_path();
+        let known = match LogReader::open(&path)? {
             Some(log) => log.finish()?,
             None => ReplicaCards::new(),
         };
         let news = cards
             .iter()
             .any(|(replica, (_, card))| known.get(replica).map(|(_, c)| c) != Some(card));
-        if news || records.len() > MERGED_FROM_RECORDS {
-            records.sort_by_key(LocationRecord::order_then_age);
-            return self.merge_locked(records.into_iter().map(Ok), cards, false, None);
+        if !news {
+            return Ok(());
         }
-        let taken = records.len();
-        self.note_locked(records)?;
-        Ok(taken)
+        let mut log = LocationLog {
+            records: BTreeMap::new(),
+            cards: known.clone(),
+        };
+        for (replica, (time_ns, card)) in cards {
+            log.card(*replica, *time_ns, card.clone());
+        }
+        // Other than the log's, but older than it: no news after all.
+        if log.cards == known {
+            return Ok(());
+        }
+        let mut reader = LogReader::open(&path)?;
+        let claims = reader
+            .as_mut()
+            .map(|r| std::mem::take(&mut r.claims))
+            .unwrap_or_default();
+        let count = reader.as_ref().map_or(0, |r| r.left);
+        let mut failed = None;
+        let written = crate::atomic::write_atomic_with(&path, &mut |out| {
+            write_packed(
+                out,
+                &claims,
+                count,
+                &mut |out| {
+                    let Some(mut reader) = reader.take() else {
+                        return Ok(());
+                    };
+                    // The checksum again: what is copied is the log checked above.
+                    let copied = loop {
+                        match reader.next_written() {
+                            Ok(Some(record)) => out.write_all(&record.encode())?,
+                            Ok(None) => break reader.finish().map(drop),
+                            Err(e) => break Err(e),
+                        }
+                    };
+                    copied.map_err(|e| {
+                        failed = Some(e);
+                        std::io::Error::other("the location log could not be read")
+                    })
+                },
+                &log.cards,
+            )
+        });
+        match (failed, written) {
+            (Some(e), _) => Err(e),
+            (None, written) => written,
+        }
     }
 
     /// [`Copies::note_locations`] under the lock.
@@ -1324,8 +1387,8 @@ mod tests {
     }
 
     /// Another replica's few records (a phone's `get`, told to its hub) are
-    /// noted in the journal when their cards teach nothing, card stamped
-    /// again or not; a new name, or many records, is merged into the log.
+    /// noted in the journal, card stamped again or not; a new name is
+    /// taken into the log alone, and many records are merged into it.
     #[test]
     fn a_few_records_from_another_replica_are_noted_unless_their_cards_are_news() {
         let dir = tempfile::tempdir().unwrap();
@@ -1359,12 +1422,24 @@ mod tests {
         repo.copies()
             .merge_few_locations(vec![record(20, 2, 5, true)], &renamed)
             .unwrap();
-        assert!(
-            !repo.copies().journal_path().exists(),
-            "a new name is merged, the journal folded in"
+        assert_eq!(
+            repo.copies().read_journal().unwrap().records.len(),
+            4,
+            "a new name's record is noted too, the journal kept"
         );
+        let bytes = std::fs::read(repo.copies().locations_path()).unwrap();
+        assert_ne!(bytes, log, "the new name is in the log");
+        assert_eq!(u64::from_le_bytes(bytes[12..20].try_into().unwrap()), 1);
         let read = repo.copies().load_locations().unwrap();
         assert_eq!((read.records.len(), &read.cards), (5, &renamed));
+        // An older card than the log's is no news: the log stands.
+        repo.copies()
+            .merge_few_locations(vec![], &log_of(&[], &[(2, 25, "old name")]).cards)
+            .unwrap();
+        assert_eq!(
+            std::fs::read(repo.copies().locations_path()).unwrap(),
+            bytes
+        );
         let many: Vec<LocationRecord> = (0..=MERGED_FROM_RECORDS as u32)
             .map(|i| LocationRecord {
                 key: ObjectId(blake3::hash(&i.to_le_bytes()).into()),
