@@ -348,7 +348,7 @@ fn bad_input_to_mount_and_umount_is_one_line_and_changes_nothing() {
 fn hub_and_meta_clone(root: &Path, src: &Path) -> (HttpServer, PathBuf) {
     dmv(root, &["init", "--bare", "hub"]);
     let server = HttpServer::start(
-        "[repos]\nhub = \"hub\"\n[tokens]\n\"mount-test\" = \"write\"\n",
+        "access_log = true\n[repos]\nhub = \"hub\"\n[tokens]\n\"mount-test\" = \"write\"\n",
         root,
         0,
     );
@@ -920,7 +920,7 @@ fn worktree_mount_takes_changes(passthrough: bool) {
     }
     let t = tempfile::tempdir().unwrap();
     let src = project(t.path());
-    let (_server, phone) = hub_and_meta_clone(t.path(), &src);
+    let (server, phone) = hub_and_meta_clone(t.path(), &src);
     // Refused in one line: a folder inside the working tree, a revision with it.
     std::fs::create_dir(phone.join("inside")).unwrap();
     for args in [
@@ -1018,6 +1018,28 @@ fn worktree_mount_takes_changes(passthrough: bool) {
         String::from_utf8_lossy(&cp.stderr)
     );
     assert!(std::fs::read(out.join("film.bin")).unwrap() == film);
+    // A folder of 2,000 small files copied out is fetched in batches as
+    // it is read in order, not one request per file.
+    let requests = || server.log.lock().unwrap().len();
+    let before = requests();
+    let cp = Command::new("cp")
+        .arg("-r")
+        .arg(m.path("many"))
+        .arg(t.path().join("many-out"))
+        .output()
+        .unwrap();
+    assert!(
+        cp.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cp.stderr)
+    );
+    let made = requests() - before;
+    for i in [0, 1, 9, 10, 1000, 1999] {
+        let copied = std::fs::read(t.path().join(format!("many-out/f{i:05}.txt"))).unwrap();
+        assert_eq!(copied, format!("file {i}\n").repeat(i % 7).into_bytes());
+    }
+    assert!(made <= 100, "{made} requests to copy 2,000 files");
+    assert!(!phone.join("many/f01000.txt").exists());
 
     // What applications do.
     let many = |i: u32| format!("file {i}\n").repeat(i as usize % 7);
@@ -1213,7 +1235,10 @@ fn a_worktree_mount_keeps_its_reads_within_the_cache_size() {
     let mut f = std::fs::OpenOptions::new()
         .append(true)
         .open(m.path("many/f00002.txt"))
-        .unwrap();
+        .unwrap_or_else(|e| {
+            let log = std::fs::read_to_string(phone.join(".dmv/mount.log"));
+            panic!("{e}: {}", log.unwrap_or_default())
+        });
     std::io::Write::write_all(&mut f, b"mine\n").unwrap();
     drop(f);
     // The next read finds the film past the budget, and it goes.
@@ -1237,6 +1262,8 @@ fn a_worktree_mount_keeps_its_reads_within_the_cache_size() {
     m.unmount();
     let log = std::fs::read_to_string(phone.join(".dmv/mount.log")).unwrap_or_default();
     assert!(!log.contains("cannot free"), "{log}");
+    // Shown only when the test fails: what the mount freed, and when.
+    eprintln!("mount.log:\n{log}");
     // The copy the drop confirmed is known here: fsck finds nothing lost.
     fsck_clean(&phone);
 }

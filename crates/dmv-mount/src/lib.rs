@@ -13,6 +13,8 @@ mod fs;
 #[cfg(target_os = "linux")]
 mod names;
 #[cfg(target_os = "linux")]
+mod prefetch;
+#[cfg(target_os = "linux")]
 mod read_cache;
 #[cfg(target_os = "linux")]
 mod reading;

@@ -64,6 +64,11 @@ impl ReadCache {
         }
     }
 
+    /// `mount.cacheSize`, if set.
+    pub fn budget(&self) -> Option<u64> {
+        self.budget
+    }
+
     /// `id` (`size` bytes) was read now.
     pub fn read(&mut self, id: ObjectId, size: u64) {
         self.note(id, size);

@@ -30,6 +30,7 @@ use fuser::{
 };
 
 use crate::fs::DIRECT_FROM;
+use crate::prefetch::{self, Runs};
 use crate::read_cache::ReadCache;
 use crate::reading::{OpenFile, Reader};
 use crate::status::Live;
@@ -98,6 +99,8 @@ pub struct WorktreeFs {
     /// Whether a thread is dropping what is past the budget.
     freeing: Arc<AtomicBool>,
     lock_rule: Mutex<LockRule>,
+    /// Which folders are being read in order, to fetch ahead in.
+    runs: Mutex<Runs>,
     /// The kernel maps files read with direct I/O (Linux 6.6).
     direct: AtomicBool,
     /// What `dmv mount --status` shows; its `passthrough` says whether the
@@ -161,6 +164,7 @@ impl WorktreeFs {
             freeing: Arc::new(AtomicBool::new(false)),
             live,
             lock_rule: Mutex::new(LockRule::default()),
+            runs: Mutex::new(Runs::default()),
             direct: AtomicBool::new(false),
             backing: Mutex::new(HashMap::new()),
             open: Mutex::new(HashMap::new()),
@@ -361,6 +365,56 @@ impl WorktreeFs {
             });
         if started.is_err() {
             self.freeing.store(false, Ordering::SeqCst);
+        }
+    }
+
+    /// Fetches absent file `path` together with the absent files after it
+    /// in its folder, in one request, when the folder is being read in
+    /// order (see [`Runs`]). Those are noted as read, so the budget counts
+    /// them. A failure only leaves each to be fetched as it is read.
+    fn fetch_along(&self, path: &[u8], file: &AbsentFile) {
+        let entry = |f: &AbsentFile| dmv_repo::FlatEntry {
+            kind: f.kind,
+            id: f.id,
+            size: f.size,
+        };
+        let missing = |f: &AbsentFile| self.repo.copies().is_absent(&entry(f)).unwrap_or(false);
+        let (folder, name) = split(path);
+        let along: Vec<(RelPath, AbsentFile)> = {
+            let absent = self.absent();
+            let mut after = absent.files_after(folder, name).peekable();
+            let following = after.peek().map(|(p, _)| split(p).1.to_vec());
+            let batch = lock(&self.runs).opened(folder, name, following.as_deref(), missing(file));
+            if batch == 0 {
+                return;
+            }
+            let most = prefetch::most_bytes(lock(&self.cache).budget());
+            let mut bytes = file.size;
+            after
+                .filter(|(_, f)| missing(f))
+                .take(batch)
+                .take_while(|(_, f)| {
+                    bytes = bytes.saturating_add(f.size);
+                    bytes <= most
+                })
+                .map(|(p, f)| (p, *f))
+                .collect()
+        };
+        let versions = std::iter::once((path.to_vec(), entry(file)))
+            .chain(along.iter().map(|(p, f)| (p.clone(), entry(f))));
+        match dmv_sync::fetch_versions(self.repo, versions, &dmv_sync::Silent) {
+            Ok(_) => {
+                let bytes = along.iter().map(|(_, f)| f.size).sum::<u64>() + file.size;
+                self.live.fetched.fetch_add(bytes, Ordering::Relaxed);
+                let mut cache = lock(&self.cache);
+                for (_, f) in &along {
+                    cache.read(f.id, f.size);
+                }
+            }
+            Err(e) => (self.report)(&format!(
+                "cannot fetch the files after {} ahead: {e}",
+                String::from_utf8_lossy(path)
+            )),
         }
     }
 
@@ -717,6 +771,7 @@ impl Filesystem for WorktreeFs {
                 let file = self.absent().file(&path).copied();
                 match file {
                     Some(f) if !writing => {
+                        self.fetch_along(&path, &f);
                         let open = self
                             .reader
                             .open(f.id, f.size, String::from_utf8_lossy(&path).into_owned())

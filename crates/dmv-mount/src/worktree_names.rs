@@ -122,6 +122,25 @@ impl Absent {
             .flat_map(|names| names.iter().map(Vec::as_slice))
     }
 
+    /// The absent files directly in `folder` whose names sort after
+    /// `name` (as a listing shows them), with their paths.
+    pub fn files_after<'a>(
+        &'a self,
+        folder: &'a [u8],
+        name: &'a [u8],
+    ) -> impl Iterator<Item = (RelPath, &'a AbsentFile)> + 'a {
+        use std::ops::Bound::{Excluded, Unbounded};
+        self.folders
+            .get(folder)
+            .into_iter()
+            .flat_map(move |names| names.range::<[u8], _>((Excluded(name), Unbounded)))
+            .filter_map(move |n| {
+                let path = join(folder, n);
+                let file = self.files.get(&path)?;
+                Some((path, file))
+            })
+    }
+
     /// A path of each of `ids` that is absent here (an id no absent file has is left out).
     pub fn paths_of(&self, ids: &[ObjectId]) -> Vec<(ObjectId, RelPath)> {
         let mut found: HashMap<ObjectId, RelPath> = HashMap::new();
