@@ -39,6 +39,9 @@ pub struct OpenFile {
     len: u64,
     /// Where the last read ended, and how many bytes ran in order up to it.
     order: Mutex<(u64, u64)>,
+    /// The chunk up to which fetches were asked for, to fetch what lies
+    /// ahead once while reads go on.
+    asked: Mutex<usize>,
 }
 
 impl OpenFile {
@@ -77,8 +80,6 @@ impl ReadBytes {
 pub struct Reader {
     repo: &'static Repository,
     fetcher: FetchThread,
-    /// Chunk bytes fetched from other replicas so far.
-    fetched: Arc<AtomicU64>,
     kept: Arc<Kept>,
     /// Chunks for the decode-ahead thread to read into `kept`.
     decode_ahead: mpsc::SyncSender<ObjectId>,
@@ -101,8 +102,7 @@ impl Reader {
         });
         Reader {
             repo,
-            fetcher: FetchThread::start(repo),
-            fetched,
+            fetcher: FetchThread::start(repo, fetched),
             kept,
             decode_ahead,
         }
@@ -148,6 +148,7 @@ impl Reader {
             chunks,
             len: at,
             order: Mutex::new((u64::MAX, 0)),
+            asked: Mutex::new(0),
         })
     }
 
@@ -175,8 +176,10 @@ impl Reader {
         if self.repo.is_partial() {
             // Reads in order fetch ahead half as much as they have read so far
             // (past the first 2 MiB): a player's seek fetches little more than it reads, a copy runs ahead.
-            // A fetch is one round trip: it is made when the read, or the near half of
-            // what lies ahead, is missing, and then takes all that lies ahead at once.
+            // A read that misses waits for one round trip that takes it and all
+            // that lies ahead. Once the reads pass the near half of what was
+            // asked for, the rest ahead is asked for without waiting: the
+            // next piece arrives while the kernel takes this one.
             let ahead = if in_order > FETCH_AHEAD_AFTER {
                 (in_order / 2).min(MOST_AHEAD)
             } else {
@@ -186,11 +189,22 @@ impl Reader {
                 .span(to, to.saturating_add(ahead / 2).min(file.len))
                 .end;
             let ahead_end = file.span(to, to.saturating_add(ahead).min(file.len)).end;
-            if !self
-                .missing(file, span.start..near_end.max(span.end))?
-                .is_empty()
-            {
+            let mut asked = file.asked.lock().unwrap_or_else(|e| e.into_inner());
+            if !self.missing(file, span.clone())?.is_empty() {
+                *asked = ahead_end.max(span.end);
+                drop(asked);
                 self.fetch_missing(file, span.start..ahead_end.max(span.end))?;
+            } else if near_end > *asked {
+                let missing = self.missing(file, span.end.max(*asked)..ahead_end.max(span.end))?;
+                *asked = ahead_end.max(span.end);
+                drop(asked);
+                if !missing.is_empty() {
+                    self.fetcher.ask_later(Ask::Chunks {
+                        file: file.id,
+                        path: file.path.clone(),
+                        chunks: missing,
+                    });
+                }
             }
         }
         if in_order >= DECODE_AHEAD_AFTER {
@@ -244,12 +258,11 @@ impl Reader {
         if missing.is_empty() {
             return Ok(());
         }
-        let bytes = self.fetcher.ask(Ask::Chunks {
+        self.fetcher.ask(Ask::Chunks {
             file: file.id,
             path: file.path.clone(),
             chunks: missing,
         })?;
-        self.fetched.fetch_add(bytes, Ordering::Relaxed);
         Ok(())
     }
 
@@ -310,7 +323,8 @@ struct FetchThread {
 }
 
 impl FetchThread {
-    fn start(repo: &'static Repository) -> FetchThread {
+    /// The thread, counting the chunk bytes it receives in `fetched`.
+    fn start(repo: &'static Repository, fetched: Arc<AtomicU64>) -> FetchThread {
         let (asks, asked) = mpsc::channel::<(Ask, mpsc::Sender<Result<u64, String>>)>();
         std::thread::spawn(move || {
             let mut fetcher = PieceFetcher::new(repo);
@@ -333,10 +347,20 @@ impl FetchThread {
                 };
                 // What was written is looked up by the listed indexes: list them again, once.
                 let _ = repo.store.reload();
+                if let Ok(bytes) = done {
+                    fetched.fetch_add(bytes, Ordering::Relaxed);
+                }
+                // Nobody waits for an ask made for later.
                 let _ = answer.send(done.map_err(|e| e.to_string()));
             }
         });
         FetchThread { asks }
+    }
+
+    /// Asks without waiting; a failure is for the read that then misses to meet.
+    fn ask_later(&self, ask: Ask) {
+        let (answer, _) = mpsc::channel();
+        let _ = self.asks.send((ask, answer));
     }
 
     /// Chunk bytes received.

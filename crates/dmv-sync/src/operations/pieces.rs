@@ -22,6 +22,10 @@ use crate::{SyncError, SyncResult, Violation};
 /// about 100 GiB of content. A remote sending more is refused.
 const NODE_BUDGET: u64 = 64 << 20;
 
+/// Fetches of fewer bytes than this pile up as packs by the thousand, and
+/// are rolled together as they come.
+const TIDY_AFTER_FETCHES_BELOW: u64 = 4 << 20;
+
 /// Fetches pieces of file versions into the repository's store.
 pub struct PieceFetcher<'r> {
     repo: &'r Repository,
@@ -74,8 +78,12 @@ impl<'r> PieceFetcher<'r> {
         session.finish()?;
         drop(session);
         // Each fetch seals a pack: a mount copying a folder of photos out
-        // seals thousands, which must roll as a day of commits' do.
-        self.repo.tidy_store();
+        // seals thousands, which must roll as a day of commits' do. A
+        // large fetch (a film read ahead) is one of few, and rolling it
+        // would write the film a second time.
+        if bytes < TIDY_AFTER_FETCHES_BELOW {
+            self.repo.tidy_store();
+        }
         Ok(bytes)
     }
 
