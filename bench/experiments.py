@@ -8656,3 +8656,244 @@ def _platforms_walk_refs(ctx, refs, ref_note, runner, src, files, tries):
     print("platforms-ref: a walk of %s files, natively and under qemu-user" % "{:,}".format(files), flush=True)
     _platforms_ref_runs(ctx, refs, ref_note, runner, "portable", "walk", ["walk", src], tries,
                         dict(data_files=files), "sum")
+
+
+# ---------------------------------------------------------------- oxen-workloads (issue 73)
+
+OXEN_PHOTO_BYTES = 50 << 10  # Oxen's published workloads: photo-sized files of about 50 KiB (random bytes here)
+OXEN_EDIT_EVERY = 100        # status after editing 1% of them: every 100th file rewritten
+OXEN_TOKEN = "bench-oxen-token"
+# why Oxen has no remote steps: its Python package (the only Oxen the registry ships) carries no server, and
+# Oxen's remotes are oxen-server URLs only (set_remote refuses a path: "Remote invalid, must be fully qualified
+# URL"; a file:// URL fails as a network error; no S3 remote type)
+OXEN_NO_REMOTE = ("oxenai (PyPI) carries no oxen-server, and Oxen pushes to and clones from an oxen-server over "
+                  "HTTP only: set_remote refuses a path (\"must be fully qualified URL\"), file:// fails, and it has "
+                  "no bucket (S3) remote; oxen-server is not on PyPI")
+
+
+def _cp_al(src, dest):
+    """A work tree of hard links to the data: no tool writes into its files (edits replace them)."""
+    os.makedirs(os.path.dirname(dest), exist_ok=True)
+    subprocess.run(["cp", "-al", src, dest], check=True)
+
+
+def _replace_every(root, count, every, size, seed):
+    """Rewrites every `every`-th file of write_tree's layout with new random bytes, through a new file renamed
+    over it (the old inode, hard-linked into other tools' trees, is left alone). Returns the files changed."""
+    rng, n = random.Random(seed), 0
+    for i in range(0, count, every):
+        path = datagen.small_file_path(root, i)
+        tmp = path + ".tmp-edit"
+        with open(tmp, "wb") as f:
+            f.write(rng.randbytes(size))
+        os.replace(tmp, path)
+        n += 1
+    return n
+
+
+def _dvc_cmd(dvc, cwd, *args, env=None, **kw):
+    e = {"DVC_NO_ANALYTICS": "1", "DVC_SITE_CACHE_DIR": os.path.join(cwd, ".dvc", "site")}
+    e.update(env or {})
+    return Cmd([dvc.path] + list(args), cwd=cwd, env=e, **kw)
+
+
+def _dmv_cmd(dmv, cwd, *args, env=None, **kw):
+    return Cmd([dmv.path] + list(args), cwd=cwd, env=env, **kw)
+
+
+def oxen_workloads(ctx, oxen, dvc, oxen_why, dvc_why, minio_bin, minio_why, photos, small, tries, settle=0):
+    """Issue 73: Oxen's published workloads at this machine's scale (`oxen-photos`, parameter: files) and DVC's
+    reported pain (`dvc-pain`, parameter: files); dmv against Oxen (oxenai) and DVC (--no-scm)."""
+    dmv = next((t for t in ctx.tools if t.name == "dmv"), None)
+    if not dmv:
+        print("oxen-workloads: dmv is not among --tools", flush=True)
+        return
+    peers = [t for t in (dvc, oxen) if t]
+    for name, why in (("dvc", dvc_why), ("oxen", oxen_why)):
+        if why:
+            for exp, n in (("oxen-photos", photos), ("dvc-pain", small)):
+                ctx.rec.note(name, exp, str(n), "all", "fail", "not installed: %s" % why)
+    _oxen_photos(ctx, dmv, peers, minio_bin, minio_why, photos, tries, 0)  # the first point: nothing deleted yet
+    if dvc:
+        _dvc_pain(ctx, dmv, dvc, small, tries, settle)
+
+
+def _oxen_photos(ctx, dmv, peers, minio_bin, minio_why, n, tries, settle):
+    exp, param = "oxen-photos", str(n)
+    rec = ctx.rec
+    pt = ctx.point(exp, n)
+    data = os.path.join(pt.root, "data")
+    try:
+        t0 = time.monotonic()
+        datagen.write_tree(data, n, seed=73, size=OXEN_PHOTO_BYTES)
+        source = datagen.tree_hash(data)
+        rec.fact(dmv.name, exp, param, "setup_data", data_files=source[1], data_bytes=source[2],
+                 file_bytes=OXEN_PHOTO_BYTES, edit_every=OXEN_EDIT_EVERY, tries=tries,
+                 write_s=round(time.monotonic() - t0, 3))
+        for step in ("push_hub", "push_bucket", "clone"):
+            if any(t.name == "oxen" for t in peers):
+                rec.note("oxen", exp, param, step, "n/a", OXEN_NO_REMOTE)
+        hubs = {"hub%d" % i: os.path.join(pt.root, "dmv-hub-%d" % i) for i in range(1, tries + 1)}
+        for path in hubs.values():
+            if not _run_untimed(ctx, [_dmv_cmd(dmv, pt.root, "init", "--bare", path)], dmv, exp, param, "setup_hub"):
+                return
+        _settle(settle, "files deleted before this point slow down creating files (ext4 without a journal)")
+        minio = None
+        stack = contextlib.ExitStack()
+        with stack:
+            if minio_bin:
+                try:
+                    minio = stack.enter_context(servers.MinIO(minio_bin, pt.root, os.path.join(pt.root, "minio-data"),
+                                                              rec.env))
+                except servers.ServerError as e:
+                    minio_why = str(e)
+            srv = stack.enter_context(servers.DmvHttp(dmv.path, os.path.join(pt.root, "http"), rec.env, hubs,
+                                                      OXEN_TOKEN))
+            tools = [dmv] + peers
+            for i in range(1, tries + 1):
+                for tool in (tools if i % 2 else tools[::-1]):
+                    _oxen_photo_try(ctx, tool, pt, exp, param, i, data, n, source, srv, minio, minio_why)
+    finally:
+        shutil.rmtree(pt.root, ignore_errors=True)
+
+
+def _oxen_photo_try(ctx, tool, pt, exp, param, i, data, n, source, srv, minio, minio_why):
+    rec = ctx.rec
+    root = os.path.join(pt.root, "%s-%d" % (tool.name, i))
+    p = Point(root)
+    _cp_al(data, p.work)
+    meas = tool.meta(p)
+    info = dict(data_files=source[1], data_bytes=source[2], try_=i)
+
+    def step(name, cmds, measure_path=None, after=None):
+        os.sync()  # no step pays for writing back what the one before it wrote
+        return rec.step(tool, exp, param, "%s_%d" % (name, i), cmds, measure_path,
+                        after=after or (lambda out: dict(info)))
+
+    if not _run_untimed(ctx, tool.init(p), tool, exp, param, "init_%d" % i):  # untimed for every tool
+        return
+    out = step("commit", tool.commit(p, True), meas)
+    if not out.ok:
+        return
+    changed = _replace_every(p.work, n, OXEN_EDIT_EVERY, OXEN_PHOTO_BYTES, 7300 + i)
+    step("status", tool.status(p), None, after=lambda out: dict(info, changed=changed))
+    if tool.name == "oxen":
+        return
+    # (c) push to a hub on loopback
+    hub_dir = os.path.join(pt.root, "dvc-hub-%d" % i)
+    if tool.name == "dmv":
+        url = srv.url("hub%d" % i)
+        denv = {"DMV_TOKEN": OXEN_TOKEN, "DMV_TRACE": "1"}
+        push = [_dmv_cmd(tool, p.work, "push", url, env=denv)]
+        hub_measure = os.path.join(pt.root, "dmv-hub-%d" % i)
+    else:
+        os.makedirs(hub_dir)
+        if not _run_untimed(ctx, [_dvc_cmd(tool, root, "remote", "add", "hub", hub_dir)], tool, exp, param,
+                            "setup_hub_%d" % i):
+            return
+        push = [_dvc_cmd(tool, root, "push", "-q", "-r", "hub")]
+        hub_measure = hub_dir
+    out = step("push_hub", push, hub_measure,
+               after=lambda out: dict(info, server_peak_rss_kib=srv.server_rss_kib() if tool.name == "dmv" else None,
+                                      **_trace(out)))
+    hub_ok = out.ok
+    # (d) push to a bucket (MinIO on loopback)
+    if minio is None:
+        rec.note(tool.name, exp, param, "push_bucket_%d" % i, "fail", "no MinIO server: %s" % (
+            minio_why or "minio not found"))
+    else:
+        b = Bucket(minio.endpoint, "%s-%d" % (tool.name, i), tool.name, servers.MINIO_USER, servers.MINIO_PASSWORD,
+                   servers.MINIO_REGION)
+        try:
+            minio.make_bucket(b.bucket)
+            minio.restart()  # a fresh server process: its VmHWM is this step's
+        except servers.ServerError as e:
+            rec.note(tool.name, exp, param, "push_bucket_%d" % i, "fail", str(e))
+            b = None
+        if b is not None:
+            if tool.name == "dmv":
+                setup = [_dmv_cmd(tool, p.work, "remote", "add", "bucket", b.url, "--endpoint", b.endpoint, env=b.env)]
+                push = [_dmv_cmd(tool, p.work, "push", "bucket", env=dict(b.env, DMV_TRACE="1"))]
+            else:
+                setup = [_dvc_cmd(tool, root, "remote", "add", "bucket", "s3://%s/%s" % (b.bucket, b.prefix)),
+                         _dvc_cmd(tool, root, "remote", "modify", "bucket", "endpointurl", b.endpoint)]
+                push = [_dvc_cmd(tool, root, "push", "-q", "-r", "bucket", env=b.env)]
+            if _run_untimed(ctx, setup, tool, exp, param, "setup_bucket_%d" % i):
+                def after_bucket(out, b=b):
+                    objects, apparent, disk, files = minio.usage(b.bucket)
+                    return dict(info, server_peak_rss_kib=minio.server_rss_kib(), bucket_objects=objects,
+                                bucket_bytes_apparent=apparent, bucket_bytes_disk=disk, **_trace(out))
+                step("push_bucket", push, None, after=after_bucket)
+    # (e) clone from the hub
+    if not hub_ok:
+        return
+    dest = os.path.join(pt.root, "%s-clone-%d" % (tool.name, i))
+    if tool.name == "dmv":
+        cmds = [_dmv_cmd(tool, pt.root, "clone", srv.url("hub%d" % i), dest,
+                         env={"DMV_TOKEN": OXEN_TOKEN, "DMV_TRACE": "1"})]
+        verify_dir, meas = dest, os.path.join(dest, ".dmv")
+    else:
+        # a fresh copy of DVC's metadata (its config, with the hub remote, and work.dvc), then dvc pull
+        os.makedirs(os.path.join(dest, ".dvc"))
+        shutil.copy2(os.path.join(root, ".dvc", "config"), os.path.join(dest, ".dvc", "config"))
+        shutil.copy2(os.path.join(root, "work.dvc"), os.path.join(dest, "work.dvc"))
+        cmds = [_dvc_cmd(tool, dest, "pull", "-q", "-r", "hub")]
+        verify_dir, meas = os.path.join(dest, "work"), os.path.join(dest, ".dvc")
+    check = _verify_clone(verify_dir, source, info)
+
+    def after_clone(out):
+        rss = srv.server_rss_kib() if tool.name == "dmv" else None
+        extra = check(out)
+        extra.update(server_peak_rss_kib=rss, **_trace(out))
+        return extra
+    step("clone", cmds, meas, after=after_clone)
+
+
+def _dvc_pain(ctx, dmv, dvc, n, tries, settle):
+    """DVC's reported pain: `dvc status` and a no-op `dvc push` in a tree of `n` small files, against `dmv
+    status` and a no-op `dmv push` of the same tree (both remotes a directory on the same disk)."""
+    exp, param = "dvc-pain", str(n)
+    rec = ctx.rec
+    pt = ctx.point(exp, n)
+    data = os.path.join(pt.root, "data")
+    try:
+        _settle(settle, "files deleted before this point slow down creating files (ext4 without a journal)")
+        t0 = time.monotonic()
+        datagen.write_tree(data, n, seed=74)
+        rec.fact("dmv", exp, param, "setup_data", data_files=n, data_bytes=n * datagen.SMALL_FILE_SIZE,
+                 write_s=round(time.monotonic() - t0, 3), tries=tries)
+        pts = {}
+        for tool in (dmv, dvc):
+            p = Point(os.path.join(pt.root, tool.name))
+            _cp_al(data, p.work)
+            hub = os.path.join(pt.root, "%s-hub" % tool.name)
+            if tool is dmv:
+                setup = [("setup_commit", tool.init(p) + tool.commit(p, True), tool.meta(p)),
+                         ("setup_hub", [_dmv_cmd(dmv, pt.root, "init", "--bare", hub)], None),
+                         ("setup_push", [_dmv_cmd(dmv, p.work, "push", hub)], hub)]
+            else:
+                os.makedirs(hub)
+                setup = [("setup_commit", tool.init(p) + tool.commit(p, True), tool.meta(p)),
+                         ("setup_hub", [_dvc_cmd(dvc, p.root, "remote", "add", "-d", "hub", hub)], None),
+                         ("setup_push", [_dvc_cmd(dvc, p.root, "push", "-q")], hub)]
+            ok = True
+            for name, cmds, meas in setup:
+                os.sync()
+                out = rec.step(tool, exp, param, name, cmds, meas)
+                if not out.ok:
+                    ok = False
+                    break
+            if ok:
+                pts[tool.name] = p
+        tools = [t for t in (dmv, dvc) if t.name in pts]
+        for i in range(1, tries + 1):
+            for tool in (tools if i % 2 else tools[::-1]):
+                p = pts[tool.name]
+                os.sync()
+                rec.step(tool, exp, param, "status_%d" % i, tool.status(p), None)
+                os.sync()
+                push = ([_dmv_cmd(dmv, p.work, "push", os.path.join(pt.root, "dmv-hub"))] if tool is dmv else
+                        [_dvc_cmd(dvc, p.root, "push", "-q")])
+                rec.step(tool, exp, param, "push_noop_%d" % i, push, None)
+    finally:
+        shutil.rmtree(pt.root, ignore_errors=True)

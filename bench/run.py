@@ -24,6 +24,7 @@
     python3 bench/run.py --quick --experiments review-page  # a review of 2,000 photos, 500 comments: server and Chromium
     python3 bench/run.py --quick --experiments platforms  # commits by the x86-64, musl, aarch64 (qemu), Windows (Wine) builds
     python3 bench/run.py --quick --experiments encrypted  # push/clone: dmv plain, dmv --encrypt, sealed hub, restic (20 min)
+    python3 bench/run.py --quick --experiments oxen-workloads  # issue 73: Oxen's and DVC's own workloads, dmv vs them
     python3 bench/run.py --huge       # one file larger than RAM: DMV against cat and cp of it
 
 Raw results go to bench/results/<date>-<mode>.jsonl; report.py then rewrites
@@ -50,6 +51,7 @@ import servers      # noqa: E402
 import tools        # noqa: E402
 
 KiB, MiB, GiB, TiB = 1 << 10, 1 << 20, 1 << 30, 1 << 40
+OXEN_EDIT_MIN = 100  # oxen-workloads edits 1% of the photos: at least one
 
 MODES = {
     "quick": dict(sizes="1,64,4K,256K,1M,4M,16M,64M", counts="1,10,100,1000,2500,5000,10000",
@@ -65,7 +67,8 @@ MODES = {
                   habits_files="100000", habits_rebase_commits=100, habits_log_commits=10_000,
                   webui_folder=10_000, webui_commit=2_000, webui_paths=1_000_000, webui_upload="1G",
                   platforms_size="1G", platforms_files=100_000, platforms_tries=5,
-                  encrypted_size="1G", encrypted_files=100_000, encrypted_tries=3, timeout=600),
+                  encrypted_size="1G", encrypted_files=100_000, encrypted_tries=3,
+                  oxen_photos=10_000, oxen_small=100_000, oxen_tries=2, timeout=600),
     "full": dict(sizes="1..8G", counts="1..1M",
                  status_files=100_000, status_changed=5_000,
                  refs="1,1000,100000,1000000", refs_separate="1,1000",
@@ -79,7 +82,8 @@ MODES = {
                  habits_files="100000,1000000", habits_rebase_commits=100, habits_log_commits=10_000,
                  webui_folder=10_000, webui_commit=2_000, webui_paths=1_000_000, webui_upload="1G",
                  platforms_size="1G", platforms_files=100_000, platforms_tries=5,
-                 encrypted_size="1G", encrypted_files=100_000, encrypted_tries=5, timeout=1800),
+                 encrypted_size="1G", encrypted_files=100_000, encrypted_tries=5,
+                 oxen_photos=100_000, oxen_small=1_000_000, oxen_tries=3, timeout=1800),
 }
 # the experiments each mode runs when --experiments is not given
 DEFAULT_EXPERIMENTS = {"quick": ["filesize", "filecount", "status", "refs"],
@@ -101,11 +105,12 @@ DEFAULT_EXPERIMENTS = {"quick": ["filesize", "filecount", "status", "refs"],
 # nor is habits-text: issue 70's rows of the habits comparison alone (blame, grep, log --all, bisect; habits runs
 # them too); nor is locks: issue 71's lock latency over HTTP against git-lfs on lfs-test-server (built with go);
 # nor is review-page: issue 72's page of a review of 2,000 photos with 500 comments, in Chromium; nor is
-# worktree-mount: issue 74's writable mount of the working tree (FUSE, root), measured when the mount changes
+# worktree-mount: issue 74's writable mount of the working tree (FUSE, root), measured when the mount changes; nor
+# is oxen-workloads: issue 73's comparison with Oxen and DVC on their own workloads (pip-installed peers, MinIO)
 ALL_EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync", "s3", "partial", "history", "web", "import",
                    "store", "attack", "availability", "hubtier", "watch", "mount", "worktree-mount", "habits", "habits-text", "locks",
                    "webui", "wall", "review-page",
-                   "platforms", "encrypted", "huge"]
+                   "platforms", "encrypted", "oxen-workloads", "huge"]
 
 
 def parse_number(text, binary):
@@ -397,6 +402,11 @@ def main(argv=None):
     ap.add_argument("--dmv", help="use this dmv binary instead of building one")
     ap.add_argument("--workdir", default=os.path.join(os.path.dirname(REPO), "bench-tmp"),
                     help="scratch space, not tmpfs (default: %(default)s)")
+    ap.add_argument("--oxen-photos", type=lambda s: parse_number(s, False),
+                    help="oxen-workloads: photo-sized files of 50 KiB added, pushed and cloned (quick 10000, full 100000)")
+    ap.add_argument("--oxen-small", type=lambda s: parse_number(s, False),
+                    help="oxen-workloads: 1 KiB files of DVC's status and no-op push rows (quick 100000, full 1000000)")
+    ap.add_argument("--oxen-tries", type=int, help="oxen-workloads: paired tries per row (quick 2, full 3)")
     ap.add_argument("--timeout", type=float, help="seconds per tool step (quick 600, full 1800)")
     ap.add_argument("--no-report", action="store_true", help="do not run report.py at the end")
     args = ap.parse_args(argv)
@@ -466,6 +476,9 @@ def main(argv=None):
     encrypted_size = max(1, parse_number(args.encrypted_size or cfg["encrypted_size"], True))
     encrypted_files = max(1, args.encrypted_files or cfg["encrypted_files"])
     encrypted_tries = max(1, args.encrypted_tries or cfg["encrypted_tries"])
+    oxen_photos = max(OXEN_EDIT_MIN, args.oxen_photos or cfg["oxen_photos"])
+    oxen_small = max(1, args.oxen_small or cfg["oxen_small"])
+    oxen_tries = max(1, args.oxen_tries or cfg["oxen_tries"])
     timeout = args.timeout or cfg["timeout"]
 
     os.makedirs(args.workdir, exist_ok=True)
@@ -522,7 +535,7 @@ def main(argv=None):
     # the Murphy experiments' peers from the Python package registry (DVC, Oxen): pip-installed once into
     # the harness's venv (tools.peers_venv()) when missing
     murphy_tools = []
-    if "filesize" in exps or "filecount" in exps:
+    if "filesize" in exps or "filecount" in exps or "oxen-workloads" in exps:
         for name, cls in tools.MURPHY_PEERS.items():
             if name not in wanted:
                 continue
@@ -581,7 +594,20 @@ def main(argv=None):
                 versions["lfs-test-server"] = servers.LfsTestServer.version
         if lfs_why:
             missing["git-lfs"] = lfs_why
-    if "s3" in exps or "hubtier" in exps or "encrypted" in exps:
+    # oxen-workloads: DVC's S3 remotes need the dvc-s3 plugin (pip-installed into the same venv when missing)
+    oxen_dvc = next((t for t in murphy_tools if t.name == "dvc"), None) if "oxen-workloads" in exps else None
+    oxen_peer = next((t for t in murphy_tools if t.name == "oxen"), None) if "oxen-workloads" in exps else None
+    if oxen_dvc:
+        py = os.path.join(tools.peers_venv(), "bin", "python")
+        if subprocess.run([py, "-c", "import dvc_s3"], capture_output=True).returncode != 0:
+            ok, log = tools.pip_install("dvc-s3")
+            if not ok:
+                missing["dvc-s3"] = log
+        r = subprocess.run([py, "-c", "import importlib.metadata as m; print(m.version('dvc-s3'))"],
+                           capture_output=True, text=True)
+        if r.returncode == 0:
+            versions["dvc-s3"] = r.stdout.strip()
+    if "s3" in exps or "hubtier" in exps or "encrypted" in exps or "oxen-workloads" in exps:
         minio_bin, minio_why = servers.install_minio(os.path.join(scratch, "minio-build.log"))
         if minio_bin:
             versions["minio"] = servers.minio_version(minio_bin)
@@ -788,6 +814,10 @@ def main(argv=None):
                             encrypted_file_bytes=experiments.ENCRYPTED_FILE_BYTES, encrypted_tries=encrypted_tries,
                             encrypted_settle_s=sync_settle, encrypted_restic_missing=encrypted_restic_why,
                             encrypted_minio=minio_bin if "encrypted" in exps else None,
+                            oxen_photos=oxen_photos, oxen_small=oxen_small, oxen_tries=oxen_tries,
+                            oxen_photo_bytes=experiments.OXEN_PHOTO_BYTES,
+                            oxen_edit_every=experiments.OXEN_EDIT_EVERY,
+                            oxen_settle_s=sync_settle if "oxen-workloads" in exps else None,
                             dmv_binary=dmv_binary_info(dmv_source, next(
                                 (t.path for t in chosen if t.name == "dmv"), None))),
                 argv=sys.argv[1:])
@@ -864,6 +894,10 @@ def main(argv=None):
             elif exp == "encrypted":
                 experiments.encrypted(ctx, encrypted_restic, minio_bin, encrypted_size, encrypted_files,
                                       encrypted_tries, sync_settle, minio_why, encrypted_restic_why)
+            elif exp == "oxen-workloads":
+                experiments.oxen_workloads(ctx, oxen_peer, oxen_dvc, None if oxen_peer else missing.get("oxen"),
+                                           None if oxen_dvc else missing.get("dvc"), minio_bin, minio_why,
+                                           oxen_photos, oxen_small, oxen_tries, sync_settle)
             elif exp == "huge":
                 dmv = next((t for t in chosen if t.name == "dmv"), None)
                 size = (parse_number(args.huge_size, True) if args.huge_size
