@@ -1083,6 +1083,24 @@ fn worktree_mount_takes_changes(passthrough: bool) {
         many(3) + "more\n"
     );
 
+    // A file changed beside the mount (a checkout, an editor on the
+    // replica itself) reads as changed through it, its cached pages gone.
+    std::fs::write(phone.join("beside.txt"), "first\n").unwrap();
+    assert_eq!(
+        std::fs::read_to_string(m.path("beside.txt")).unwrap(),
+        "first\n"
+    );
+    std::fs::write(phone.join("beside.txt"), "again\n").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::fs::read_to_string(m.path("beside.txt")).unwrap() != "again\n" {
+        assert!(
+            Instant::now() < deadline,
+            "still the old bytes through the mount"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::fs::remove_file(phone.join("beside.txt")).unwrap();
+
     let status = dmv(&phone, &["status", "--porcelain"]);
     let mut lines: Vec<&str> = status.lines().collect();
     lines.sort();

@@ -25,8 +25,8 @@ use dmv_repo::Repository;
 use fuser::{
     BackingId, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
     InitFlags, KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
-    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow,
-    WriteFlags,
+    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite,
+    Request, TimeOrNow, WriteFlags,
 };
 
 use crate::fs::DIRECT_FROM;
@@ -39,6 +39,20 @@ use crate::worktree_names::{join, split, Absent, AbsentFile, Inodes, RelPath, RO
 /// How long the kernel may keep a name or its attributes: the working
 /// tree also changes outside the mount (a checkout, a `get`).
 const KEPT: Duration = Duration::from_secs(1);
+
+/// How a working-tree file is opened: no flush at each close, as writes
+/// go straight to the file; where the mount reads it (no passthrough,
+/// whose pages are the file's own), its pages kept from one open to the
+/// next (dropped when its size or time changes, see `init`).
+fn disk_open(passthrough: bool) -> FopenFlags {
+    match passthrough {
+        true => FopenFlags::FOPEN_NOFLUSH,
+        false => FopenFlags::FOPEN_KEEP_CACHE | FopenFlags::FOPEN_NOFLUSH,
+    }
+}
+
+/// A folder's entry as listed: its name, path, inode number and kind.
+type Listed = (Vec<u8>, RelPath, u64, FileType);
 
 /// The replica's own folder, never shown.
 const DMV_DIR: &[u8] = b".dmv";
@@ -327,6 +341,69 @@ impl WorktreeFs {
         self.disk(path).symlink_metadata().is_err() && self.absent().file(path).is_some()
     }
 
+    /// Folder `ino`'s entries as the kernel lists them: `.` and `..`, the
+    /// names on disk, then the absent ones not on disk; each with its
+    /// path, inode number and kind.
+    fn listing(&self, ino: INodeNo) -> Result<Vec<Listed>, Errno> {
+        let path = self.path_of(ino)?;
+        // The folder's names on disk, then the absent ones not on disk.
+        let mut entries: Vec<(Vec<u8>, FileType)> = Vec::new();
+        let on_disk = match std::fs::read_dir(self.disk(&path)) {
+            Ok(dir) => dir.filter_map(Result::ok).collect::<Vec<_>>(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(errno(&e)),
+        };
+        let mut seen = std::collections::HashSet::new();
+        for e in on_disk {
+            let name = e.file_name().as_bytes().to_vec();
+            if path.is_empty() && name == DMV_DIR {
+                continue;
+            }
+            let kind = match e.file_type() {
+                Ok(t) if t.is_dir() => FileType::Directory,
+                Ok(t) if t.is_symlink() => FileType::Symlink,
+                _ => FileType::RegularFile,
+            };
+            seen.insert(name.clone());
+            entries.push((name, kind));
+        }
+        {
+            let absent = self.absent();
+            if entries.is_empty() && !absent.is_folder(&path) && !self.disk(&path).is_dir() {
+                return Err(Errno::ENOENT);
+            }
+            for name in absent.children(&path) {
+                if seen.contains(name) {
+                    continue;
+                }
+                let child = join(&path, name);
+                let kind = match absent.file(&child) {
+                    Some(f) if f.kind == EntryKind::Symlink => FileType::Symlink,
+                    Some(_) => FileType::RegularFile,
+                    None => FileType::Directory,
+                };
+                entries.push((name.to_vec(), kind));
+            }
+        }
+        let parent_path = split(&path).0.to_vec();
+        let mut names = lock(&self.names);
+        let parent = if ino.0 == ROOT {
+            ROOT
+        } else {
+            names.number(&parent_path)
+        };
+        let mut listed = vec![
+            (b".".to_vec(), path.clone(), ino.0, FileType::Directory),
+            (b"..".to_vec(), parent_path, parent, FileType::Directory),
+        ];
+        for (name, kind) in entries {
+            let child = join(&path, &name);
+            let n = names.number(&child);
+            listed.push((name, child, n, kind));
+        }
+        Ok(listed)
+    }
+
     fn handle(&self, fh: FileHandle) -> Result<Arc<Handle>, Errno> {
         lock(&self.open).get(&fh.0).cloned().ok_or(Errno::EBADF)
     }
@@ -516,6 +593,12 @@ impl Filesystem for WorktreeFs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
         let _ = config.set_max_readahead(1 << 20);
         let _ = config.add_capabilities(InitFlags::FUSE_BIG_WRITES);
+        let _ = config
+            .add_capabilities(InitFlags::FUSE_DO_READDIRPLUS | InitFlags::FUSE_READDIRPLUS_AUTO);
+        // A file's cached pages stay from one open to the next (a warm
+        // read without passthrough is the page cache's), and go when its
+        // size or time changes: a checkout or a get in the replica.
+        let _ = config.add_capabilities(InitFlags::FUSE_AUTO_INVAL_DATA);
         let direct = config
             .add_capabilities(InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP)
             .is_ok();
@@ -784,9 +867,9 @@ impl Filesystem for WorktreeFs {
                         // page cache, in 1 MiB reads; a small one kept there (its
                         // content never changes).
                         let how = if self.direct.load(Ordering::Relaxed) && f.size >= DIRECT_FROM {
-                            FopenFlags::FOPEN_DIRECT_IO
+                            FopenFlags::FOPEN_DIRECT_IO | FopenFlags::FOPEN_NOFLUSH
                         } else {
-                            FopenFlags::FOPEN_KEEP_CACHE
+                            FopenFlags::FOPEN_KEEP_CACHE | FopenFlags::FOPEN_NOFLUSH
                         };
                         return Ok((fh, how, None));
                     }
@@ -798,7 +881,7 @@ impl Filesystem for WorktreeFs {
             let backing = self.backing_for(ino.0, &file, |f| reply.open_backing(f));
             Ok((
                 self.keep(Handle::Disk(file, backing.clone())),
-                FopenFlags::empty(),
+                disk_open(backing.is_some()),
                 backing,
             ))
         })();
@@ -843,11 +926,11 @@ impl Filesystem for WorktreeFs {
                 &attr,
                 Generation(0),
                 fh,
-                FopenFlags::empty(),
+                disk_open(true),
                 &backing,
             ),
             Ok((attr, fh, None)) => {
-                reply.created(&KEPT, &attr, Generation(0), fh, FopenFlags::empty())
+                reply.created(&KEPT, &attr, Generation(0), fh, disk_open(false))
             }
             Err(e) => reply.error(e),
         }
@@ -974,78 +1057,47 @@ impl Filesystem for WorktreeFs {
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
-        let path = match self.path_of(ino) {
-            Ok(p) => p,
+        let listed = match self.listing(ino) {
+            Ok(l) => l,
             Err(e) => return reply.error(e),
         };
-        // The folder's names on disk, then the absent ones not on disk.
-        let mut entries: Vec<(Vec<u8>, FileType)> = Vec::new();
-        let on_disk = match std::fs::read_dir(self.disk(&path)) {
-            Ok(dir) => dir.filter_map(Result::ok).collect::<Vec<_>>(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return reply.error(errno(&e)),
-        };
-        let mut seen = std::collections::HashSet::new();
-        for e in on_disk {
-            let name = e.file_name().as_bytes().to_vec();
-            if path.is_empty() && name == DMV_DIR {
-                continue;
-            }
-            let kind = match e.file_type() {
-                Ok(t) if t.is_dir() => FileType::Directory,
-                Ok(t) if t.is_symlink() => FileType::Symlink,
-                _ => FileType::RegularFile,
-            };
-            seen.insert(name.clone());
-            entries.push((name, kind));
-        }
-        {
-            let absent = self.absent();
-            if entries.is_empty() && !absent.is_folder(&path) && !self.disk(&path).is_dir() {
-                return reply.error(Errno::ENOENT);
-            }
-            for name in absent.children(&path) {
-                if seen.contains(name) {
-                    continue;
-                }
-                let child = join(&path, name);
-                let kind = match absent.file(&child) {
-                    Some(f) if f.kind == EntryKind::Symlink => FileType::Symlink,
-                    Some(_) => FileType::RegularFile,
-                    None => FileType::Directory,
-                };
-                entries.push((name.to_vec(), kind));
-            }
-        }
-        let parent_path = split(&path).0.to_vec();
-        let mut names = lock(&self.names);
-        let dots = [
-            (b".".to_vec(), ino.0, FileType::Directory),
-            (
-                b"..".to_vec(),
-                if ino.0 == ROOT {
-                    ROOT
-                } else {
-                    names.number(&parent_path)
-                },
-                FileType::Directory,
-            ),
-        ];
-        let listed = entries
-            .into_iter()
-            .map(|(name, kind)| {
-                let n = names.number(&join(&path, &name));
-                (name, n, kind)
-            })
-            .collect::<Vec<_>>();
-        drop(names);
-        for (i, (name, n, kind)) in dots
-            .into_iter()
-            .chain(listed)
-            .enumerate()
-            .skip(offset as usize)
-        {
+        for (i, (name, _, n, kind)) in listed.into_iter().enumerate().skip(offset as usize) {
             if reply.add(INodeNo(n), i as u64 + 1, kind, OsStr::from_bytes(&name)) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+
+    /// The listing with each entry's attributes: `cp -r` and `ls -l` then
+    /// make no lookup per file (the kernel asks for it when lookups follow
+    /// a listing).
+    fn readdirplus(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectoryPlus,
+    ) {
+        let listed = match self.listing(ino) {
+            Ok(l) => l,
+            Err(e) => return reply.error(e),
+        };
+        for (i, (name, path, n, _)) in listed.into_iter().enumerate().skip(offset as usize) {
+            // Gone since the listing: left out.
+            let Ok(mut attr) = self.attr_of(&path) else {
+                continue;
+            };
+            attr.ino = INodeNo(n);
+            if reply.add(
+                INodeNo(n),
+                i as u64 + 1,
+                OsStr::from_bytes(&name),
+                &KEPT,
+                &attr,
+                Generation(0),
+            ) {
                 break;
             }
         }
