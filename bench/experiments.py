@@ -8671,6 +8671,30 @@ OXEN_NO_REMOTE = ("oxenai (PyPI) carries no oxen-server, and Oxen pushes to and 
                   "no bucket (S3) remote; oxen-server is not on PyPI")
 
 
+OXEN_LFS_NO_BUCKET = ("git-lfs sends LFS objects to an LFS server (its Batch API over HTTP) or, with its standalone "
+                      "file adapter, to a local repository: it has no bucket (S3) remote")
+
+
+class OxenGitLfs:
+    """git with git-lfs tracking every photo (`git lfs track 'f*'`: the files of write_tree's layout), the peer of
+    the oxen-photos rows when `git lfs` is installed: init (`git init`, `git lfs install --local`, the track
+    rule; untimed), commit (`git add -A` + `git commit`; git-lfs's clean filter stores each file in
+    .git/lfs/objects), status (`git status --porcelain`); push and clone through a bare hub over file:// (git-lfs's
+    standalone file adapter copies the LFS objects into the hub's lfs/objects)."""
+    name = "git-lfs"
+
+    def meta(self, p): return os.path.join(p.work, ".git")
+
+    def _git(self, p, *args, **kw): return Cmd(["git"] + list(args), cwd=kw.pop("cwd", p.work), **kw)
+
+    def init(self, p):
+        return [self._git(p, "init", "-q"), self._git(p, "lfs", "install", "--local"),
+                self._git(p, "lfs", "track", "f*")]
+
+    def commit(self, p, first): return [self._git(p, "add", "-A"), self._git(p, "commit", "-q", "-m", "m")]
+    def status(self, p): return [self._git(p, "status", "--porcelain")]
+
+
 def _cp_al(src, dest):
     """A work tree of hard links to the data: no tool writes into its files (edits replace them)."""
     os.makedirs(os.path.dirname(dest), exist_ok=True)
@@ -8701,14 +8725,17 @@ def _dmv_cmd(dmv, cwd, *args, env=None, **kw):
     return Cmd([dmv.path] + list(args), cwd=cwd, env=env, **kw)
 
 
-def oxen_workloads(ctx, oxen, dvc, oxen_why, dvc_why, minio_bin, minio_why, photos, small, tries, settle=0):
+def oxen_workloads(ctx, oxen, dvc, oxen_why, dvc_why, minio_bin, minio_why, photos, small, tries, settle=0,
+                   lfs_why=None):
     """Issue 73: Oxen's published workloads at this machine's scale (`oxen-photos`, parameter: files) and DVC's
     reported pain (`dvc-pain`, parameter: files); dmv against Oxen (oxenai) and DVC (--no-scm)."""
     dmv = next((t for t in ctx.tools if t.name == "dmv"), None)
     if not dmv:
         print("oxen-workloads: dmv is not among --tools", flush=True)
         return
-    peers = [t for t in (dvc, oxen) if t]
+    peers = [t for t in (dvc, oxen) if t] + ([] if lfs_why else [OxenGitLfs()])
+    if lfs_why:
+        ctx.rec.note("git-lfs", "oxen-photos", str(photos), "all", "fail", "not installed: %s" % lfs_why)
     for name, why in (("dvc", dvc_why), ("oxen", oxen_why)):
         if why:
             for exp, n in (("oxen-photos", photos), ("dvc-pain", small)):
@@ -8733,6 +8760,8 @@ def _oxen_photos(ctx, dmv, peers, minio_bin, minio_why, n, tries, settle):
         for step in ("push_hub", "push_bucket", "clone"):
             if any(t.name == "oxen" for t in peers):
                 rec.note("oxen", exp, param, step, "n/a", OXEN_NO_REMOTE)
+        if any(t.name == "git-lfs" for t in peers):
+            rec.note("git-lfs", exp, param, "push_bucket", "n/a", OXEN_LFS_NO_BUCKET)
         hubs = {"hub%d" % i: os.path.join(pt.root, "dmv-hub-%d" % i) for i in range(1, tries + 1)}
         for path in hubs.values():
             if not _run_untimed(ctx, [_dmv_cmd(dmv, pt.root, "init", "--bare", path)], dmv, exp, param, "setup_hub"):
@@ -8786,6 +8815,13 @@ def _oxen_photo_try(ctx, tool, pt, exp, param, i, data, n, source, srv, minio, m
         denv = {"DMV_TOKEN": OXEN_TOKEN, "DMV_TRACE": "1"}
         push = [_dmv_cmd(tool, p.work, "push", url, env=denv)]
         hub_measure = os.path.join(pt.root, "dmv-hub-%d" % i)
+    elif tool.name == "git-lfs":
+        hub_dir = os.path.join(pt.root, "lfs-hub-%d" % i)
+        if not _run_untimed(ctx, [Cmd(["git", "init", "-q", "--bare", hub_dir], cwd=pt.root)], tool, exp, param,
+                            "setup_hub_%d" % i):
+            return
+        push = [tool._git(p, "push", "-q", "file://" + hub_dir, "HEAD:refs/heads/main")]
+        hub_measure = hub_dir
     else:
         os.makedirs(hub_dir)
         if not _run_untimed(ctx, [_dvc_cmd(tool, root, "remote", "add", "hub", hub_dir)], tool, exp, param,
@@ -8798,7 +8834,9 @@ def _oxen_photo_try(ctx, tool, pt, exp, param, i, data, n, source, srv, minio, m
                                       **_trace(out)))
     hub_ok = out.ok
     # (d) push to a bucket (MinIO on loopback)
-    if minio is None:
+    if tool.name == "git-lfs":
+        pass  # no bucket remote: noted once for the point
+    elif minio is None:
         rec.note(tool.name, exp, param, "push_bucket_%d" % i, "fail", "no MinIO server: %s" % (
             minio_why or "minio not found"))
     else:
@@ -8832,6 +8870,12 @@ def _oxen_photo_try(ctx, tool, pt, exp, param, i, data, n, source, srv, minio, m
         cmds = [_dmv_cmd(tool, pt.root, "clone", srv.url("hub%d" % i), dest,
                          env={"DMV_TOKEN": OXEN_TOKEN, "DMV_TRACE": "1"})]
         verify_dir, meas = dest, os.path.join(dest, ".dmv")
+    elif tool.name == "git-lfs":
+        # git-lfs's filters in the new repository's config (what `git lfs install` puts in the global one)
+        cmds = [Cmd(["git", "clone", "-q", "-b", "main", "-c", "filter.lfs.process=git-lfs filter-process",
+                     "-c", "filter.lfs.smudge=git-lfs smudge -- %f", "-c", "filter.lfs.clean=git-lfs clean -- %f",
+                     "-c", "filter.lfs.required=true", "file://" + hub_dir, dest], cwd=pt.root)]
+        verify_dir, meas = dest, os.path.join(dest, ".git")
     else:
         # a fresh copy of DVC's metadata (its config, with the hub remote, and work.dvc), then dvc pull
         os.makedirs(os.path.join(dest, ".dvc"))
@@ -8843,6 +8887,9 @@ def _oxen_photo_try(ctx, tool, pt, exp, param, i, data, n, source, srv, minio, m
 
     def after_clone(out):
         rss = srv.server_rss_kib() if tool.name == "dmv" else None
+        attrs = os.path.join(dest, ".gitattributes")
+        if tool.name == "git-lfs" and os.path.exists(attrs):  # the track rule is no photo: out of the comparison
+            os.replace(attrs, os.path.join(dest, ".git", "bench-gitattributes"))
         extra = check(out)
         extra.update(server_peak_rss_kib=rss, **_trace(out))
         return extra

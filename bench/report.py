@@ -34,7 +34,7 @@ EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync-bigfile", "sync-
                "wtm-status", "habits-commit", "habits-rebase", "habits-log", "habits-blame",
                "habits-grep", "habits-all", "habits-bisect", "locks", "locks-push", "webui-folder",
                "webui-commit", "webui-search", "webui-compare", "webui-upload", "webui-wall", "webui-review", "platforms-binary", "platforms-ref",
-               "platforms-bigfile", "platforms-files", "encrypted-bigfile", "encrypted-files", "huge"]
+               "platforms-bigfile", "platforms-files", "encrypted-bigfile", "encrypted-files", "oxen-photos", "dvc-pain", "huge"]
 
 
 # ---------------------------------------------------------------- loading
@@ -2249,6 +2249,164 @@ def encrypted_store_table(ix):
     return lines
 
 
+
+# ---------------------------------------------------------------- oxen-workloads (issue 73)
+
+OXEN_TARGET = 0.33  # issue 73: dmv at least 3x faster than the peer (dmv / peer <= 0.33)
+OXEN_PEERS = [("dvc", "DVC"), ("oxen", "Oxen"), ("git-lfs", "git-lfs")]
+OXEN_ROWS = {
+    "oxen-photos": [
+        ("commit", "(a) add + commit of all the photos (`dmv add .` + `dmv commit`; `dvc add work`; Oxen "
+                   "`Repo.add('.')` + `Repo.commit`; `git add -A` + `git commit` with git-lfs)"),
+        ("status", "(b) status after replacing 1% of them (`dmv status`; `dvc status`; Oxen `Repo.status()`; "
+                   "`git status --porcelain`)"),
+        ("push_hub", "(c) push to a hub on loopback (`dmv push` to `dmv serve` over HTTP; `dvc push` to a "
+                     "directory remote; `git push` to a bare hub over file://, git-lfs's standalone file adapter)"),
+        ("push_bucket", "(d) push to a MinIO bucket on loopback (`dmv push` to `s3://`; `dvc push` to an S3 "
+                        "remote, dvc-s3)"),
+        ("clone", "(e) clone from the hub, checkout included (`dmv clone URL`; `dvc pull` into a fresh copy of "
+                  "`.dvc/config` and `work.dvc`; `git clone file://HUB`, LFS objects smudged)"),
+    ],
+    "dvc-pain": [
+        ("status", "`status` of the unchanged tree (`dmv status`; `dvc status`)"),
+        ("push_noop", "no-op push: everything is on the remote already (`dmv push HUB`; `dvc push`)"),
+    ],
+}
+
+
+def _oxen_rss(ix, tool, exp, p, prefix):
+    ok, _ = _mount_runs(ix, tool, exp, p, prefix)
+    rss = [r["peak_rss_kib"] for r in ok if r.get("peak_rss_kib")]
+    return _median(rss) if rss else None
+
+
+def _oxen_na(ix, tool, exp, p, prefix):
+    r = ix.by.get((tool, exp, str(p), prefix))
+    return r if r and r["status"] == "n/a" else None
+
+
+def oxen_table(ix, exp, p, tries):
+    tools = [t for t, _ in OXEN_PEERS if any(k[0] == t and k[1] == exp and k[2] == str(p) for k in ix.by)]
+    head = ["row", "dmv"]
+    for t, label in OXEN_PEERS:
+        if t in tools:
+            head += [label, "dmv/%s, median of pairs" % label, "≥ 3× faster (≤ %.2f)?" % OXEN_TARGET]
+    head += ["peak RSS dmv"] + ["peak RSS %s" % label for t, label in OXEN_PEERS if t in tools] + [
+        "dmv RSS ≤ peers?"]
+    out = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["--:"] * (len(head) - 1)) + "|"]
+    met = total = 0
+    for prefix, label in OXEN_ROWS[exp]:
+        dv, dtext = _mount_time(ix, "dmv", exp, p, prefix)
+        row = [label, dtext]
+        drss = _oxen_rss(ix, "dmv", exp, p, prefix)
+        rss_cells, rss_ok = [], []
+        for t, plabel in OXEN_PEERS:
+            if t not in tools:
+                continue
+            na = _oxen_na(ix, t, exp, p, prefix)
+            if na:
+                row += ["n/a (see below)", "—", "—"]
+                rss_cells.append("—")
+                continue
+            pv, ptext = _mount_time(ix, t, exp, p, prefix)
+            med, ratios = _paired_ratio(ix, exp, p, ("dmv", prefix), (t, prefix))
+            if med is None:
+                row += [ptext, "—", "—"]
+            else:
+                total += 1
+                ok = med <= OXEN_TARGET
+                met += ok
+                row += [ptext, "**%.2f**%s" % (med, " (%d: %.2f–%.2f)" % (len(ratios), min(ratios), max(ratios))
+                                             if len(ratios) > 1 else ""), "met" if ok else "**not met**"]
+            prss = _oxen_rss(ix, t, exp, p, prefix)
+            rss_cells.append(fmt_kib(prss))
+            if prss is not None and drss is not None:
+                rss_ok.append(drss <= prss)
+        row += [fmt_kib(drss)] + rss_cells + [("yes" if all(rss_ok) else "**no**") if rss_ok else "—"]
+        out.append("| " + " | ".join(row) + " |")
+    return out, met, total
+
+
+def oxen_section(ix, mode, meta):
+    cfg = meta.get("config", {})
+    versions = meta.get("versions", {})
+    tries = cfg.get("oxen_tries", 2)
+    out = ["### Oxen's and DVC's own workloads (issue 73)", "",
+           "dmv against Oxen (its Python package `oxenai`, which carries Oxen's Rust core) and DVC (`dvc init "
+           "--no-scm`, no git) on the workloads they publish and the one DVC's users report as painful, at this "
+           "machine's scale, in one run. Each row is %d tries per tool in pairs (the tools in one order in odd "
+           "tries and the reverse in even ones), each tool in a fresh work tree of hard links to the same data "
+           "(edits replace files, never write into them), each step after sync(2). Cells: each tool's median "
+           "(tries: range); `dmv/peer`: the median of the tries' ratios (below 1: dmv is faster), against "
+           "issue 73's target, dmv at least 3× faster (ratio ≤ %.2f); peak RSS: the median of the tries' peak "
+           "RSS of the client's largest process (issue 73: never more memory than the peer). Oxen and DVC run "
+           "as Python programs: the interpreter's start is in their times. git-lfs (git with `git lfs track`, "
+           "every photo an LFS object) takes part in the photo rows, not in DVC's." % (tries, OXEN_TARGET), "",
+           "Versions: %s." % "; ".join("%s: %s" % (k, versions.get(k, "not run")) for k in (
+               "dmv", "dvc", "dvc-s3", "oxen", "git", "git-lfs", "minio")), ""]
+    if mode == "quick":
+        out += ["Quick run: %s photos and %s small files; the full run uses 100,000 and 1,000,000." % (
+            fmt_count(cfg.get("oxen_photos") or 0), fmt_count(cfg.get("oxen_small") or 0)), ""]
+    summary = []
+    for exp, title in (("oxen-photos", "Oxen's workload: %s photo-sized files of %s (random bytes, 1,000 a folder)"),
+                       ("dvc-pain", "DVC's reported pain: status and a no-op push with %s files of 1 KiB")):
+        for p in ix.params(exp):
+            if exp == "oxen-photos":
+                out += ["#### " + title % (fmt_count(p), fmt_bytes(cfg.get("oxen_photo_bytes") or 51200)), "",
+                        "1%% of the files (every %dth) replaced with new random bytes before the status. The hub: "
+                        "dmv's a bare repository served by `dmv serve` on 127.0.0.1 (HTTP, a write token; its own "
+                        "memory is not in the client's peak RSS), DVC's a directory remote on the same disk (DVC "
+                        "has no server of its own). The bucket: a fresh one per tool and try on one MinIO on "
+                        "127.0.0.1, restarted before each push. Every clone is compared with the data "
+                        "(untimed)." % (cfg.get("oxen_edit_every") or 100), ""]
+            else:
+                out += ["#### " + title % fmt_count(p), "",
+                        "Set up once per tool (untimed for the table, shown below): commit of the tree (`dmv add "
+                        ". && dmv commit`; `dvc add work`) and a first push to a remote on the same disk (dmv: a "
+                        "bare hub over its path; DVC: a directory remote), then the paired tries of `status` and "
+                        "of the push again, which has nothing to send.", ""]
+            rows, met, total = oxen_table(ix, exp, p, tries)
+            out += rows + [""]
+            summary.append((exp, p, met, total))
+            if exp == "dvc-pain":
+                setups = []
+                for t in ("dmv", "dvc"):
+                    for st in ("setup_commit", "setup_push"):
+                        r = ix.by.get((t, exp, str(p), st))
+                        if r:
+                            setups.append("%s %s %s (peak RSS %s)" % (
+                                t, st[6:], fmt_time(r["wall_s"]) if r["status"] == "ok" else "**%s**" % r["status"],
+                                fmt_kib(r.get("peak_rss_kib"))))
+                if setups:
+                    out += ["Set-up, one run each: %s." % "; ".join(setups), ""]
+            else:
+                srv = [r.get("server_peak_rss_kib") for (t, e, q, st), r in ix.by.items()
+                       if t == "dmv" and e == exp and q == str(p) and st.startswith("push_hub_")
+                       and r.get("server_peak_rss_kib")]
+                if srv:
+                    out += ["`dmv serve`'s own peak RSS after the hub pushes (VmHWM, one server for the run): "
+                            "%s." % fmt_kib(max(srv)), ""]
+    if summary:
+        out += ["Target (dmv/peer ≤ %.2f) met in %s." % (OXEN_TARGET, "; ".join(
+            "%s %s: %d of %d rows" % (e, fmt_count(p), m, t) for e, p, m, t in summary)), ""]
+    notes = {}
+    for (t, e, q, st), r in sorted(ix.by.items()):
+        if e in OXEN_ROWS and r["status"] in ("n/a", "fail", "timeout") and r.get("error"):
+            notes.setdefault((t, r["status"], r["error"]), []).append(st)
+    if notes:
+        out += ["What a peer could not do here, or what failed:", ""]
+        for (t, status, err), steps in notes.items():
+            out.append("- %s, %s (%s): %s" % (t, ", ".join(dict.fromkeys(re.sub(r"_\d+$", "", s) for s in steps)),
+                                               status, err.replace("|", "/")[-400:]))
+        out.append("")
+    loads = [r["loadavg_1m"] for (t, e, q, st), r in ix.by.items()
+             if e in OXEN_ROWS and r.get("loadavg_1m") is not None]
+    if loads:
+        out += ["1-minute load average during these steps: %.2f to %.2f (2 cores, shared)." % (min(loads), max(loads)),
+                ""]
+    return out
+
+
 def encrypted_section(ix, mode, cfg):
     tries = cfg.get("encrypted_tries")
     file_bytes = cfg.get("encrypted_file_bytes") or 10240
@@ -4362,6 +4520,10 @@ def section(mode, per_exp, points):
     if ix.params("encrypted-bigfile") or ix.params("encrypted-files"):
         enc_run = per_exp.get("encrypted-bigfile") or per_exp.get("encrypted-files")
         out += encrypted_section(ix, mode, enc_run["meta"].get("config", {}))
+
+    if ix.params("oxen-photos") or ix.params("dvc-pain"):
+        oxen_run = per_exp.get("oxen-photos") or per_exp.get("dvc-pain")
+        out += oxen_section(ix, mode, oxen_run["meta"])
 
     fl = failures(ix)
     if fl:

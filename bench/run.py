@@ -607,6 +607,16 @@ def main(argv=None):
                            capture_output=True, text=True)
         if r.returncode == 0:
             versions["dvc-s3"] = r.stdout.strip()
+    oxen_lfs_why = None  # oxen-workloads: git-lfs takes part in the photo rows when installed
+    if "oxen-workloads" in exps:
+        if "git-lfs" not in wanted and args.tools != ap.get_default("tools"):
+            oxen_lfs_why = "not among --tools"
+        else:
+            r = subprocess.run(["git", "lfs", "version"], capture_output=True, text=True)
+            if r.returncode == 0:
+                versions["git-lfs"] = r.stdout.strip()
+            else:
+                oxen_lfs_why = missing["git-lfs"] = "git lfs is not installed (apt-get install -y git-lfs)"
     if "s3" in exps or "hubtier" in exps or "encrypted" in exps or "oxen-workloads" in exps:
         minio_bin, minio_why = servers.install_minio(os.path.join(scratch, "minio-build.log"))
         if minio_bin:
@@ -897,7 +907,7 @@ def main(argv=None):
             elif exp == "oxen-workloads":
                 experiments.oxen_workloads(ctx, oxen_peer, oxen_dvc, None if oxen_peer else missing.get("oxen"),
                                            None if oxen_dvc else missing.get("dvc"), minio_bin, minio_why,
-                                           oxen_photos, oxen_small, oxen_tries, sync_settle)
+                                           oxen_photos, oxen_small, oxen_tries, sync_settle, oxen_lfs_why)
             elif exp == "huge":
                 dmv = next((t for t in chosen if t.name == "dmv"), None)
                 size = (parse_number(args.huge_size, True) if args.huge_size
