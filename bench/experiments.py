@@ -8748,6 +8748,13 @@ def oxen_workloads(ctx, oxen, dvc, oxen_why, dvc_why, minio_bin, minio_why, phot
 def _oxen_photos(ctx, dmv, peers, minio_bin, minio_why, n, tries, settle):
     exp, param = "oxen-photos", str(n)
     rec = ctx.rec
+    # the data, and one tool's try at a time: work tree (links), store, hub, bucket, clone with its checkout
+    need, free = 7 * n * OXEN_PHOTO_BYTES + GiB, free_bytes(ctx.workdir)
+    if free < need:
+        for tool in [dmv] + peers:
+            rec.note(tool.name, exp, param, "all", "skipped", "%s free on the disk, %s needed" % (
+                human_bytes(free), human_bytes(need)))
+        return
     pt = ctx.point(exp, n)
     data = os.path.join(pt.root, "data")
     try:
@@ -8781,7 +8788,17 @@ def _oxen_photos(ctx, dmv, peers, minio_bin, minio_why, n, tries, settle):
             tools = [dmv] + peers
             for i in range(1, tries + 1):
                 for tool in (tools if i % 2 else tools[::-1]):
-                    _oxen_photo_try(ctx, tool, pt, exp, param, i, data, n, source, srv, minio, minio_why)
+                    try:
+                        _oxen_photo_try(ctx, tool, pt, exp, param, i, data, n, source, srv, minio, minio_why)
+                    finally:
+                        # the disk: one try of every tool holds about 16 copies of the data (work tree, store,
+                        # hub, bucket, clone), so each tool's try is deleted right after it, bucket included
+                        # (MinIO is restarted before every push)
+                        for path in ([os.path.join(pt.root, "%s%s-%d" % (tool.name, part, i))
+                                      for part in ("", "-clone", "-hub")] +
+                                     [os.path.join(pt.root, "lfs-hub-%d" % i)] * (tool.name == "git-lfs") +
+                                     [os.path.join(minio.data, "%s-%d" % (tool.name, i))] * (minio is not None)):
+                            shutil.rmtree(path, ignore_errors=True)
     finally:
         shutil.rmtree(pt.root, ignore_errors=True)
 

@@ -68,7 +68,7 @@ MODES = {
                   webui_folder=10_000, webui_commit=2_000, webui_paths=1_000_000, webui_upload="1G",
                   platforms_size="1G", platforms_files=100_000, platforms_tries=5,
                   encrypted_size="1G", encrypted_files=100_000, encrypted_tries=3,
-                  oxen_photos=10_000, oxen_small=100_000, oxen_tries=2, timeout=600),
+                  oxen_photos=10_000, oxen_small=100_000, oxen_tries=3, timeout=600),
     "full": dict(sizes="1..8G", counts="1..1M",
                  status_files=100_000, status_changed=5_000,
                  refs="1,1000,100000,1000000", refs_separate="1,1000",
@@ -406,7 +406,7 @@ def main(argv=None):
                     help="oxen-workloads: photo-sized files of 50 KiB added, pushed and cloned (quick 10000, full 100000)")
     ap.add_argument("--oxen-small", type=lambda s: parse_number(s, False),
                     help="oxen-workloads: 1 KiB files of DVC's status and no-op push rows (quick 100000, full 1000000)")
-    ap.add_argument("--oxen-tries", type=int, help="oxen-workloads: paired tries per row (quick 2, full 3)")
+    ap.add_argument("--oxen-tries", type=int, help="oxen-workloads: paired tries per row (quick and full 3)")
     ap.add_argument("--timeout", type=float, help="seconds per tool step (quick 600, full 1800)")
     ap.add_argument("--no-report", action="store_true", help="do not run report.py at the end")
     args = ap.parse_args(argv)
