@@ -2344,7 +2344,7 @@ def oxen_section(ix, mode, meta):
            "as Python programs: the interpreter's start is in their times. git-lfs (git with `git lfs track`, "
            "every photo an LFS object) takes part in the photo rows, not in DVC's." % (tries, OXEN_TARGET), "",
            "Versions: %s." % "; ".join("%s: %s" % (k, versions.get(k, "not run")) for k in (
-               "dmv", "dvc", "dvc-s3", "oxen", "git", "git-lfs", "minio")), ""]
+               "dmv", "dvc", "dvc-s3", "oxen", "git-lfs", "minio")), ""]
     if mode == "quick":
         out += ["Quick run: %s photos and %s small files; the full run uses 100,000 and 1,000,000." % (
             fmt_count(cfg.get("oxen_photos") or 0), fmt_count(cfg.get("oxen_small") or 0)), ""]
