@@ -3,7 +3,9 @@
 //! order the folder lists them, and a fetch per file is a round trip and a
 //! pack each, where `dmv get` of the folder is one request. Files opened
 //! in order are fetched in growing batches; a file opened out of order
-//! (a viewer jumping to one photo) is fetched alone.
+//! (a viewer jumping to one photo) is fetched alone. Only files the mount
+//! reads whole (under 16 MiB) are batched: of a film or a RAW a reader may
+//! want only the start, which the chunks it reads bring.
 
 use std::collections::HashMap;
 

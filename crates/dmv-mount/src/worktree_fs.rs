@@ -455,7 +455,11 @@ impl WorktreeFs {
             id: f.id,
             size: f.size,
         };
-        let missing = |f: &AbsentFile| self.repo.copies().is_absent(&entry(f)).unwrap_or(false);
+        // Only files read whole: of a large one (a film, a RAW) a reader
+        // may want only the start, which its chunks alone bring.
+        let missing = |f: &AbsentFile| {
+            f.size < DIRECT_FROM && self.repo.copies().is_absent(&entry(f)).unwrap_or(false)
+        };
         let (folder, name) = split(path);
         let along: Vec<(RelPath, AbsentFile)> = {
             let absent = self.absent();
