@@ -346,7 +346,6 @@ impl WorktreeFs {
     /// path, inode number and kind.
     fn listing(&self, ino: INodeNo) -> Result<Vec<Listed>, Errno> {
         let path = self.path_of(ino)?;
-        // The folder's names on disk, then the absent ones not on disk.
         let mut entries: Vec<(Vec<u8>, FileType)> = Vec::new();
         let on_disk = match std::fs::read_dir(self.disk(&path)) {
             Ok(dir) => dir.filter_map(Result::ok).collect::<Vec<_>>(),
