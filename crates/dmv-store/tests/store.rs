@@ -484,6 +484,20 @@ impl IndexRewrites {
     }
 }
 
+/// The pack files in `store`'s folder.
+fn pack_files(store: &Store) -> usize {
+    std::fs::read_dir(store.packs_dir())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".pack")
+        })
+        .count()
+}
+
 /// A day of small commits: each writes one small pack. The auto-repack keeps
 /// the store at a bounded number of files, rewrites each byte only a few
 /// times (geometric rolling), rewrites the multi-pack index only as often
@@ -515,16 +529,7 @@ fn small_packs_pile_up_no_further_than_the_auto_repack_allows() {
             rewritten += report.bytes_rewritten;
         }
         midx.look();
-        let packs = std::fs::read_dir(store.packs_dir())
-            .unwrap()
-            .filter(|e| {
-                e.as_ref()
-                    .unwrap()
-                    .file_name()
-                    .to_string_lossy()
-                    .ends_with(".pack")
-            })
-            .count();
+        let packs = pack_files(&store);
         most_packs = most_packs.max(packs);
     }
     assert!(repacks > 10, "{repacks} repacks");
@@ -566,18 +571,7 @@ fn small_packs_pile_up_no_further_than_the_auto_repack_allows() {
 fn small_packs_folded_in_unrolled_are_rolled_by_the_next_auto_repack() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(&dir.path().join("objects"), 1 << 20);
-    let packs = || {
-        std::fs::read_dir(store.packs_dir())
-            .unwrap()
-            .filter(|e| {
-                e.as_ref()
-                    .unwrap()
-                    .file_name()
-                    .to_string_lossy()
-                    .ends_with(".pack")
-            })
-            .count()
-    };
+    let packs = || pack_files(&store);
     let mut ids = Vec::new();
     let mut put = |i: u32| {
         let mut s = store.begin_write().unwrap();
