@@ -1286,6 +1286,48 @@ fn a_worktree_mount_keeps_its_reads_within_the_cache_size() {
     fsck_clean(&phone);
 }
 
+/// A folder read in order through a worktree mount brings its next small
+/// files along, never a film among them: of a film a reader may want only
+/// the start, which the chunks it reads bring.
+#[test]
+fn a_folder_read_in_order_brings_its_small_files_along_and_not_its_films() {
+    if lacks(&[Need::Fuse]) {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    std::fs::create_dir_all(src.join("clips")).unwrap();
+    dmv(&src, &["init"]);
+    for name in ["a.txt", "b.txt", "d.txt", "e.txt"] {
+        std::fs::write(src.join("clips").join(name), name.repeat(100)).unwrap();
+    }
+    // Past the 16 MiB under which files are fetched along.
+    write_noise(&src.join("clips/c.mov"), 20 << 20, 11);
+    dmv(&src, &["add", "."]);
+    dmv(&src, &["commit", "-m", "clips"]);
+    let (server, phone) = hub_and_meta_clone(t.path(), &src);
+    let before = bytes_under(&phone.join(".dmv"));
+    let m = Mounted::new(&phone, &t.path().join("mnt"), &["--worktree"]);
+    // b.txt opened after a.txt, in order: the files after it come along.
+    for name in ["a.txt", "b.txt"] {
+        let read = std::fs::read_to_string(m.path(&format!("clips/{name}"))).unwrap();
+        assert_eq!(read, name.repeat(100));
+    }
+    let brought = bytes_under(&phone.join(".dmv")) - before;
+    assert!(
+        brought < 4 << 20,
+        "{brought} bytes brought for four small files"
+    );
+    let requests = || server.log.lock().unwrap().len();
+    let asked = requests();
+    for name in ["d.txt", "e.txt"] {
+        let read = std::fs::read_to_string(m.path(&format!("clips/{name}"))).unwrap();
+        assert_eq!(read, name.repeat(100));
+    }
+    assert_eq!(requests(), asked, "d.txt and e.txt came along with b.txt");
+    m.unmount();
+}
+
 /// rsync into a worktree mount: its temporary files renamed into place,
 /// over files whose data is absent too, land as changes of the working
 /// tree, and nothing of the files it replaced is fetched.
