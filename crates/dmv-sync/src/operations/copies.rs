@@ -490,7 +490,7 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
     let mut confirmations = vec![0usize; ids.len()];
     let mut confirmed_by = Vec::new();
     let mut locks: Vec<(Box<dyn Remote>, String)> = Vec::new();
-    // The copies each replica confirmed live, recorded once the drop is done.
+    // The copies each replica confirmed live, recorded before a drop here.
     let mut confirmed: Vec<(ReplicaId, Vec<ObjectId>)> = Vec::new();
     let mut local_lock: Option<String> = None;
     let mut unreachable = Vec::new();
@@ -581,6 +581,14 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
                     }
                 }
                 None => {
+                    // What the drop confirmed is recorded before anything goes:
+                    // a replica whose log lacked those copies (a meta clone takes
+                    // others' logs lazily) would otherwise know only that its own
+                    // copy went, and call the version lost; a kill or a failed
+                    // record after the drop would leave it so.
+                    for (replica, held) in &confirmed {
+                        repo.copies().record_locations(held, *replica, true)?;
+                    }
                     let done = repo.copies().drop_data(&ids)?;
                     match done.locked.is_empty() {
                         true => Ok(Dropped {
@@ -599,14 +607,6 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
         }
     })();
     let freed_here = source.is_none() && result.is_ok();
-    if freed_here {
-        // What the drop confirmed is known from now on: a replica whose log
-        // lacked those copies (a meta clone takes others' logs lazily) would
-        // otherwise know only that its own copy went, and call the version lost.
-        for (replica, held) in &confirmed {
-            let _ = repo.copies().record_locations(held, *replica, true);
-        }
-    }
     // Unlock whatever happened; a lock left behind expires by itself.
     for (mut remote, lock) in locks {
         if freed_here {
