@@ -4,7 +4,7 @@
 //! at open, chunks at read, with read-ahead once reads run in order) and
 //! kept, so a second read is local.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 
@@ -28,6 +28,14 @@ const CHUNKS_KEPT: usize = 64;
 /// on a thread of their own while the kernel takes the last reply.
 const DECODE_AHEAD_AFTER: u64 = 512 << 10;
 const DECODE_AHEAD: u64 = 2 << 20;
+/// Chunks fetched and not read yet are handed over as they arrive, up to
+/// this many bytes: a film read through the mount is otherwise written to
+/// the store, read back and hashed again. Half the most read ahead: the
+/// next piece is asked for once reads pass the near half of the last one.
+/// A 1 GiB absent film read with `cat`: 1.7-2.2 s against 3.1-3.5 s, the
+/// mount's CPU 1.5-1.8 s against 2.9-3.1, its peak RSS 85 MiB as before
+/// (the whole read ahead, 64 MiB: no faster, 112 MiB).
+const FRESH_BYTES: u64 = MOST_AHEAD / 2;
 
 /// A file version open for reading.
 pub struct OpenFile {
@@ -81,6 +89,7 @@ pub struct Reader {
     repo: &'static Repository,
     fetcher: FetchThread,
     kept: Arc<Kept>,
+    fresh: Arc<Fresh>,
     /// Chunks for the decode-ahead thread to read into `kept`.
     decode_ahead: mpsc::SyncSender<ObjectId>,
 }
@@ -88,12 +97,13 @@ pub struct Reader {
 impl Reader {
     pub fn new(repo: &'static Repository, fetched: Arc<AtomicU64>) -> Reader {
         let kept = Arc::new(Kept::default());
+        let fresh = Arc::new(Fresh::default());
         let (decode_ahead, to_decode) = mpsc::sync_channel::<ObjectId>(256);
-        let keeping = kept.clone();
+        let (keeping, fetched_here) = (kept.clone(), fresh.clone());
         std::thread::spawn(move || {
             for id in to_decode {
                 // A chunk not here (a partial replica's) is left for the read that needs it.
-                if keeping.get(&id).is_none() {
+                if keeping.get(&id).is_none() && !fetched_here.contains(&id) {
                     if let Ok(bytes) = repo.store.read_kind(&id, ObjectKind::Chunk) {
                         keeping.put(id, Arc::new(bytes));
                     }
@@ -102,8 +112,9 @@ impl Reader {
         });
         Reader {
             repo,
-            fetcher: FetchThread::start(repo, fetched),
+            fetcher: FetchThread::start(repo, fetched, fresh.clone()),
             kept,
+            fresh,
             decode_ahead,
         }
     }
@@ -193,6 +204,9 @@ impl Reader {
             if !self.missing(file, span.clone())?.is_empty() {
                 *asked = ahead_end.max(span.end);
                 drop(asked);
+                // A read that waits is a seek or a new file: what reads before
+                // it left unread is not wanted next.
+                self.fresh.clear();
                 self.fetch_missing(file, span.start..ahead_end.max(span.end))?;
             } else if near_end > *asked {
                 let missing = self.missing(file, span.end.max(*asked)..ahead_end.max(span.end))?;
@@ -211,7 +225,10 @@ impl Reader {
             for (chunk, _) in
                 &file.chunks[file.span(to, to.saturating_add(DECODE_AHEAD).min(file.len))]
             {
-                if self.kept.get(chunk).is_none() && self.decode_ahead.try_send(*chunk).is_err() {
+                if self.kept.get(chunk).is_none()
+                    && !self.fresh.contains(chunk)
+                    && self.decode_ahead.try_send(*chunk).is_err()
+                {
                     break;
                 }
             }
@@ -266,7 +283,7 @@ impl Reader {
         Ok(())
     }
 
-    /// The chunks of `range` that are not here.
+    /// The chunks of `range` that are neither here nor arrived.
     fn missing(
         &self,
         file: &OpenFile,
@@ -275,6 +292,7 @@ impl Reader {
         let mut missing = Vec::new();
         for (chunk, _) in &file.chunks[range] {
             if !missing.contains(chunk)
+                && !self.fresh.contains(chunk)
                 && !self.repo.store.contains(chunk).map_err(|e| e.to_string())?
             {
                 missing.push(*chunk);
@@ -283,9 +301,13 @@ impl Reader {
         Ok(missing)
     }
 
-    /// A chunk's bytes, from those kept or the store.
+    /// A chunk's bytes, from those kept, those just fetched, or the store.
     fn chunk(&self, id: &ObjectId) -> Result<Arc<Vec<u8>>, StoreError> {
         if let Some(bytes) = self.kept.get(id) {
+            return Ok(bytes);
+        }
+        if let Some(bytes) = self.fresh.take(id) {
+            self.kept.put(*id, bytes.clone());
             return Ok(bytes);
         }
         let bytes = Arc::new(self.repo.store.read_kind(id, ObjectKind::Chunk)?);
@@ -323,8 +345,9 @@ struct FetchThread {
 }
 
 impl FetchThread {
-    /// The thread, counting the chunk bytes it receives in `fetched`.
-    fn start(repo: &'static Repository, fetched: Arc<AtomicU64>) -> FetchThread {
+    /// The thread, counting the chunk bytes it receives in `fetched`, and
+    /// handing the chunks over in `fresh` as they arrive.
+    fn start(repo: &'static Repository, fetched: Arc<AtomicU64>, fresh: Arc<Fresh>) -> FetchThread {
         let (asks, asked) = mpsc::channel::<(Ask, mpsc::Sender<Result<u64, String>>)>();
         std::thread::spawn(move || {
             let mut fetcher = PieceFetcher::new(repo);
@@ -341,7 +364,12 @@ impl FetchThread {
                             .collect();
                         match still.is_empty() {
                             true => Ok(0),
-                            false => fetcher.fetch_chunks(&file, path.as_bytes(), &still),
+                            false => fetcher.fetch_chunks(
+                                &file,
+                                path.as_bytes(),
+                                &still,
+                                &mut |id, content| fresh.put(id, content),
+                            ),
                         }
                     }
                 };
@@ -400,5 +428,79 @@ impl Kept {
             chunks.pop_front();
         }
         chunks.push_back((id, bytes));
+    }
+}
+
+/// Chunks fetched and not read yet, at most [`FRESH_BYTES`] of them (a
+/// fetch past that leaves the rest to be read from the store). A read
+/// takes its chunk out, into [`Kept`].
+#[derive(Default)]
+struct Fresh {
+    chunks: Mutex<FreshChunks>,
+}
+
+#[derive(Default)]
+struct FreshChunks {
+    by_id: HashMap<ObjectId, Arc<Vec<u8>>>,
+    bytes: u64,
+}
+
+impl Fresh {
+    fn lock(&self) -> std::sync::MutexGuard<'_, FreshChunks> {
+        self.chunks.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn put(&self, id: ObjectId, content: Vec<u8>) {
+        let mut fresh = self.lock();
+        let len = content.len() as u64;
+        if fresh.bytes + len > FRESH_BYTES || fresh.by_id.contains_key(&id) {
+            return;
+        }
+        fresh.by_id.insert(id, Arc::new(content));
+        fresh.bytes += len;
+    }
+
+    fn take(&self, id: &ObjectId) -> Option<Arc<Vec<u8>>> {
+        let mut fresh = self.lock();
+        let taken = fresh.by_id.remove(id)?;
+        fresh.bytes -= taken.len() as u64;
+        Some(taken)
+    }
+
+    fn contains(&self, id: &ObjectId) -> bool {
+        self.lock().by_id.contains_key(id)
+    }
+
+    fn clear(&self) {
+        *self.lock() = FreshChunks::default();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fresh_chunks_stay_within_their_budget_and_are_taken_once() {
+        let fresh = Fresh::default();
+        let id = |i: u8| ObjectId([i; 32]);
+        let quarter = (FRESH_BYTES / 4) as usize;
+        for i in 0..5 {
+            fresh.put(id(i), vec![i; quarter]);
+        }
+        assert!(fresh.contains(&id(3)));
+        assert!(
+            !fresh.contains(&id(4)),
+            "past the budget: left to the store"
+        );
+        assert_eq!(
+            fresh.take(&id(0)).unwrap().as_slice(),
+            &vec![0; quarter][..]
+        );
+        assert!(fresh.take(&id(0)).is_none(), "taken once");
+        fresh.put(id(4), vec![4; quarter]);
+        assert!(fresh.contains(&id(4)), "room again once a chunk was read");
+        fresh.clear();
+        assert!(!fresh.contains(&id(4)));
     }
 }

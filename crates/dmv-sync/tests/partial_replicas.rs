@@ -3,6 +3,7 @@
 //! with the studio's work, counted in files and bytes, without the binary.
 
 use dmv_fixtures::Fleet;
+use dmv_repo::store::{ObjectId, ObjectKind};
 use dmv_repo::{MergeOutcome, RebaseOutcome, Resolution, Silent};
 use dmv_sync::DropOptions;
 use dmv_testkit::noise;
@@ -781,7 +782,6 @@ fn gc_keeps_the_tree_a_meta_clones_dirstate_is_over() {
 #[test]
 fn get_completes_a_file_whose_node_is_here_without_all_its_chunks() {
     use dmv_repo::store::object::FileNode;
-    use dmv_repo::store::{ObjectId, ObjectKind};
     let fleet = Fleet::new();
     let studio = fleet.full("studio");
     studio.write("f00/p0.raw", noise(4 << 20, 1));
@@ -1298,13 +1298,21 @@ fn piece_fetches_one_file_at_a_time_leave_a_handful_of_packs() {
     };
     let before = packs();
     let mut fetcher = dmv_sync::PieceFetcher::new(&phone.repo);
-    let (mut fetched, mut most) = (0, 0);
+    let (mut fetched, mut handed, mut most) = (0, 0, 0);
     for (path, entry) in files.iter() {
         // Each photo is one chunk: its id is the chunk's.
-        fetched += fetcher.fetch_chunks(&entry.id, path, &[entry.id]).unwrap();
+        fetched += fetcher
+            .fetch_chunks(&entry.id, path, &[entry.id], &mut |id, content| {
+                // What a reader is handed is the chunk's content, as checked.
+                assert_eq!(id, entry.id);
+                assert_eq!(ObjectId::hash(ObjectKind::Chunk, &content), id);
+                handed += content.len();
+            })
+            .unwrap();
         most = most.max(packs());
     }
     assert_eq!(fetched, 80 * 2000);
+    assert_eq!(handed, 80 * 2000);
     assert!(
         most <= before + dmv_repo::store::AUTO_REPACK_SMALL_PACKS + 4,
         "{most} packs after {} fetches ({before} before)",

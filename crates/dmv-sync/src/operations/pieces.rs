@@ -4,7 +4,7 @@
 //! replicas `get` would ask, in the same order, over one connection kept
 //! between reads.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::time::Instant;
 
 use dmv_repo::store::object::{decode, FileNode};
@@ -61,22 +61,20 @@ impl<'r> PieceFetcher<'r> {
     }
 
     /// Makes `chunks` (of file version `file`, named by `path` in errors)
-    /// present here. Returns the bytes received.
+    /// present here, and hands each one's content to `arrived` as it comes
+    /// (checked against its id), so a reader waiting for it need not read
+    /// it back from the store. Returns the bytes received.
     pub fn fetch_chunks(
         &mut self,
         file: &ObjectId,
         path: &[u8],
         chunks: &[ObjectId],
+        arrived: &mut dyn FnMut(ObjectId, Vec<u8>),
     ) -> SyncResult<u64> {
-        let got = self.ask_holders(file, path, &mut |remote| chunks_from(remote, chunks))?;
-        let mut session = self.repo.store.begin_write()?;
-        let mut bytes = 0;
-        for obj in &got {
-            session.put_verified(obj)?;
-            bytes += obj.raw_len as u64;
-        }
-        session.finish()?;
-        drop(session);
+        let repo = self.repo;
+        let bytes = self.ask_holders(file, path, &mut |remote| {
+            store_chunks_from(repo, remote, chunks, arrived)
+        })?;
         // Each fetch seals a pack: a mount copying a folder of photos out
         // seals thousands, which must roll as a day of commits' do. A
         // large fetch (a film read ahead) is one of few, and rolling it
@@ -224,39 +222,60 @@ fn nodes_of(remote: &mut dyn Remote, file: &ObjectId) -> SyncResult<Vec<StoredOb
     Ok(nodes)
 }
 
-/// `chunks` from `remote`, each checked against its id; all of them or an error.
-fn chunks_from(remote: &mut dyn Remote, chunks: &[ObjectId]) -> SyncResult<Vec<StoredObject>> {
-    let mut got: BTreeMap<ObjectId, StoredObject> = BTreeMap::new();
-    for batch in chunks.chunks(remote.chunks_per_get().max(1)) {
-        remote.get(batch, true, &mut |received| {
-            let Received::Object(obj) = received else {
-                return Err(SyncError::Protocol(Violation::Unexpected {
-                    expected: "a chunk",
-                    got: Some("a chunk stub".into()),
-                }));
-            };
-            if obj.kind != ObjectKind::Chunk || !batch.contains(&obj.id) {
-                return Err(SyncError::Protocol(Violation::Unexpected {
-                    expected: "a chunk asked for",
-                    got: Some(format!("a {} {}", obj.kind.name(), obj.id.short())),
-                }));
-            }
-            obj.content().map_err(|d| damaged(&obj, d))?;
-            got.insert(obj.id, obj);
-            Ok(())
-        })?;
-    }
-    let mut out = Vec::with_capacity(chunks.len());
-    for id in chunks {
-        match got.remove(id) {
-            Some(obj) => out.push(obj),
-            None => {
-                return Err(SyncError::Protocol(Violation::Unexpected {
-                    expected: "every chunk asked for",
-                    got: Some(format!("none for {}", id.short())),
-                }))
-            }
+/// `chunks` from `remote` into the store, each checked against its id as
+/// it arrives and handed to `arrived`; all of them or an error. Stored as
+/// they come, not held until the last: a film read ahead asks for 64 MiB
+/// at once. What arrived before an error stays (checked chunks, which gc
+/// takes if nothing refers to them).
+fn store_chunks_from(
+    repo: &Repository,
+    remote: &mut dyn Remote,
+    chunks: &[ObjectId],
+    arrived: &mut dyn FnMut(ObjectId, Vec<u8>),
+) -> SyncResult<u64> {
+    let mut session = repo.store.begin_write()?;
+    let mut got: HashSet<ObjectId> = HashSet::with_capacity(chunks.len());
+    let mut bytes = 0;
+    let mut received = || -> SyncResult<()> {
+        for batch in chunks.chunks(remote.chunks_per_get().max(1)) {
+            remote.get(batch, true, &mut |received| {
+                let Received::Object(obj) = received else {
+                    return Err(SyncError::Protocol(Violation::Unexpected {
+                        expected: "a chunk",
+                        got: Some("a chunk stub".into()),
+                    }));
+                };
+                if obj.kind != ObjectKind::Chunk || !batch.contains(&obj.id) {
+                    return Err(SyncError::Protocol(Violation::Unexpected {
+                        expected: "a chunk asked for",
+                        got: Some(format!("a {} {}", obj.kind.name(), obj.id.short())),
+                    }));
+                }
+                let content = obj.content().map_err(|d| damaged(&obj, d))?;
+                let content = match content {
+                    // Stored as sent: the payload is the content, taken without a copy.
+                    std::borrow::Cow::Borrowed(_) => None,
+                    std::borrow::Cow::Owned(content) => Some(content),
+                };
+                session.put_verified(&obj)?;
+                bytes += obj.raw_len as u64;
+                got.insert(obj.id);
+                arrived(obj.id, content.unwrap_or(obj.payload));
+                Ok(())
+            })?;
         }
+        Ok(())
+    };
+    let done = received();
+    // What arrived is sealed and kept whatever happened.
+    let sealed = session.finish();
+    done?;
+    sealed?;
+    if let Some(missing) = chunks.iter().find(|id| !got.contains(id)) {
+        return Err(SyncError::Protocol(Violation::Unexpected {
+            expected: "every chunk asked for",
+            got: Some(format!("none for {}", missing.short())),
+        }));
     }
-    Ok(out)
+    Ok(bytes)
 }
