@@ -256,6 +256,21 @@ fn main() -> ExitCode {
             return ExitCode::from(128);
         }
     }
+    // Inside a worktree mount, which hides its replica's `.dmv`: as if
+    // started at the same place in the replica it shows.
+    if let Some(inside) = std::env::current_dir()
+        .ok()
+        .and_then(|d| dmv_mount::in_replica_behind(&d))
+    {
+        // A folder whose files are all absent is not on disk yet: made, as
+        // the mount makes it when something is written there.
+        let entered =
+            std::fs::create_dir_all(&inside).and_then(|()| std::env::set_current_dir(&inside));
+        if let Err(e) = entered {
+            eprintln!("dmv: cannot change to {}: {e}", inside.display());
+            return ExitCode::from(128);
+        }
+    }
     let result = match cli.command {
         Command::Init(a) => work::init(a),
         Command::Status(a) => work::status(a),

@@ -2,7 +2,7 @@
 //! runs in this process until the folder is unmounted, or in a process of
 //! its own with `--background`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -79,7 +79,7 @@ pub fn mount(a: MountArgs) -> Result<u8> {
     };
     let dir = std::fs::canonicalize(&dir)
         .with_context(|| format!("cannot mount at {}", dir.display()))?;
-    if mounted_at(&dir) {
+    if dmv_mount::is_mount_point(&dir) {
         bail!(
             "{} is already a mount point (`dmv umount {}` unmounts it)",
             dir.display(),
@@ -106,7 +106,7 @@ pub fn mount(a: MountArgs) -> Result<u8> {
         args.push(dir.clone().into_os_string());
         let mut child = spawn_detached(&args, &std::env::current_dir()?, &log_path)?;
         let deadline = Instant::now() + Duration::from_secs(30);
-        while !mounted_at(&dir) {
+        while !dmv_mount::is_mount_point(&dir) {
             if let Some(exit) = child.try_wait()? {
                 bail!(
                     "the mount ended at once ({exit}); its log: {}",
@@ -169,7 +169,7 @@ fn status(json: bool) -> Result<u8> {
     // A mount whose folder is gone is ending: it no longer shows anything.
     let mounts: Vec<_> = dmv_mount::running_mounts(&repo.dmv)
         .into_iter()
-        .filter(|m| mounted_at(&m.dir))
+        .filter(|m| dmv_mount::is_mount_point(&m.dir))
         .collect();
     if json {
         println!("{}", serde_json::to_string_pretty(&mounts)?);
@@ -208,46 +208,9 @@ fn status(json: bool) -> Result<u8> {
 pub fn umount(a: UmountArgs) -> Result<u8> {
     let dir = std::fs::canonicalize(&a.folder)
         .with_context(|| format!("cannot unmount {}", a.folder.display()))?;
-    if !mounted_at(&dir) {
+    if !dmv_mount::is_mount_point(&dir) {
         bail!("{} is not a mount point", dir.display());
     }
     dmv_mount::unmount(&dir)?;
     Ok(0)
-}
-
-/// Whether `dir` (canonical) is a mount point: a line of /proc/self/mountinfo
-/// names it (its fifth field, with space, tab, newline and backslash octal-escaped).
-fn mounted_at(dir: &Path) -> bool {
-    let Ok(table) = std::fs::read("/proc/self/mountinfo") else {
-        return false;
-    };
-    let wanted = dir.as_os_str().as_encoded_bytes();
-    String::from_utf8_lossy(&table)
-        .lines()
-        .filter_map(|line| line.split(' ').nth(4))
-        .any(|point| unescape(point.as_bytes()) == wanted)
-}
-
-fn unescape(text: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(text.len());
-    let mut i = 0;
-    while i < text.len() {
-        let octal = text
-            .get(i + 1..i + 4)
-            .filter(|d| text[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
-        match octal {
-            Some(d) => {
-                out.push(
-                    d.iter()
-                        .fold(0u8, |n, c| n.wrapping_mul(8).wrapping_add(c - b'0')),
-                );
-                i += 4;
-            }
-            None => {
-                out.push(text[i]);
-                i += 1;
-            }
-        }
-    }
-    out
 }

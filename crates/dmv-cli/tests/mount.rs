@@ -1286,6 +1286,40 @@ fn a_worktree_mount_keeps_its_reads_within_the_cache_size() {
     fsck_clean(&phone);
 }
 
+/// A command run inside a worktree mount works at the same place in the
+/// replica the mount shows, whose `.dmv` the mount hides; even in a folder
+/// whose files are all absent, which is not on disk yet.
+#[test]
+fn dmv_run_inside_a_worktree_mount_works_in_the_replica_it_shows() {
+    if lacks(&[Need::Fuse]) {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let src = project(t.path());
+    let (_server, phone) = hub_and_meta_clone(t.path(), &src);
+    let m = Mounted::new(&phone, &t.path().join("mnt"), &["--worktree"]);
+    let deep = m.path("media/deep/er");
+    assert!(!phone.join("media").exists());
+    assert!(dmv(&deep, &["ls", "--absent", "."]).contains("media/deep/er/Café au lait.txt"));
+    std::fs::write(deep.join("notes.txt"), "hello\n").unwrap();
+    assert_eq!(
+        dmv(&deep, &["status", "--short"]),
+        "?? media/deep/er/notes.txt\n"
+    );
+    dmv(&deep, &["add", "notes.txt"]);
+    dmv(&deep, &["commit", "-m", "written inside the mount"]);
+    assert!(dmv(&phone, &["log", "--oneline", "-n", "1"]).contains("written inside the mount"));
+    assert_eq!(dmv(&m.path("many"), &["status", "--short"]), "");
+    assert_eq!(
+        std::fs::read_to_string(phone.join("media/deep/er/notes.txt")).unwrap(),
+        "hello\n"
+    );
+    m.unmount();
+    // Unmounted, the folder is no replica's.
+    let out = dmv_out(&t.path().join("mnt"), &["status"]);
+    assert!(!out.status.success());
+}
+
 /// A folder read in order through a worktree mount brings its next small
 /// files along, never a film among them: of a film a reader may want only
 /// the start, which the chunks it reads bring.

@@ -11,6 +11,8 @@ mod error;
 #[cfg(target_os = "linux")]
 mod fs;
 #[cfg(target_os = "linux")]
+mod mountinfo;
+#[cfg(target_os = "linux")]
 mod names;
 #[cfg(target_os = "linux")]
 mod prefetch;
@@ -32,6 +34,21 @@ use dmv_repo::store::ObjectId;
 use dmv_repo::Repository;
 
 pub use error::MountError;
+#[cfg(target_os = "linux")]
+pub use mountinfo::{in_replica_behind, is_mount_point};
+
+/// Where a folder lies in the replica a worktree mount above it shows:
+/// mounts are Linux's only for now.
+#[cfg(not(target_os = "linux"))]
+pub fn in_replica_behind(_dir: &Path) -> Option<std::path::PathBuf> {
+    None
+}
+
+/// Whether a folder is a mount point: known from Linux's table only.
+#[cfg(not(target_os = "linux"))]
+pub fn is_mount_point(_dir: &Path) -> bool {
+    false
+}
 pub use status::{running_mounts, MountStatus};
 pub use unmount::unmount;
 
@@ -184,7 +201,14 @@ mod linux {
         )?;
         // The kernel checks each file's mode, as the disk's own files are checked.
         let options = vec![MountOption::RW, MountOption::DefaultPermissions];
-        run(fs, dir, options, stop, mounted, (repo, "worktree", &live))?;
+        run(
+            fs,
+            dir,
+            options,
+            stop,
+            mounted,
+            (repo, crate::mountinfo::WORKTREE, &live),
+        )?;
         repo.tidy_store();
         Ok(Served {
             fetched: live.fetched.load(Ordering::Relaxed),
@@ -208,10 +232,16 @@ mod linux {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
         let mut config = Config::default();
+        // A worktree mount names its replica as its source, for a command
+        // started inside it (see mountinfo.rs).
+        let source = match shows == crate::mountinfo::WORKTREE {
+            true => crate::mountinfo::source_naming(&repo.root),
+            false => "dmv".to_string(),
+        };
         options.extend([
             MountOption::NoDev,
             MountOption::NoSuid,
-            MountOption::FSName("dmv".into()),
+            MountOption::FSName(source),
             MountOption::Subtype("dmv".into()),
         ]);
         config.mount_options = options;
@@ -225,8 +255,11 @@ mod linux {
             dir: dir.to_path_buf(),
             source,
         })?;
+        // Said before the caller learns the folder is mounted: a command run
+        // inside it right away finds the replica behind it.
+        MountStatus::now(dir, shows, since, live).save(&repo.dmv);
         mounted();
-        let mut ticks = 0u32;
+        let mut ticks = 1u32;
         while !stop.load(Ordering::Relaxed) && !session.guard.is_finished() {
             if ticks.is_multiple_of(10) {
                 MountStatus::now(dir, shows, since, live).save(&repo.dmv);
