@@ -127,27 +127,31 @@ mod floor {
             n
         }
 
-        /// `from` and what is under it are now at `to`.
-        fn renamed(&mut self, from: &Path, to: &Path) {
-            let gone: Vec<PathBuf> = self
-                .numbers
-                .keys()
-                .filter(|p| p.starts_with(to))
-                .cloned()
-                .collect();
+        /// `from` and what is under it are now at `to`; what was numbered
+        /// at `to` is forgotten. Only a folder's rename looks through every
+        /// number (a file's stays cheap in a large folder: an editor's save).
+        fn renamed(&mut self, from: &Path, to: &Path, folder: bool) {
+            let at_or_under = |root: &Path| -> Vec<PathBuf> {
+                match folder {
+                    true => self
+                        .numbers
+                        .keys()
+                        .filter(|p| p.starts_with(root))
+                        .cloned()
+                        .collect(),
+                    false => vec![root.to_path_buf()],
+                }
+            };
+            let (gone, moving) = (at_or_under(to), at_or_under(from));
             for p in gone {
                 if let Some(n) = self.numbers.remove(&p) {
                     self.paths.remove(&n);
                 }
             }
-            let moving: Vec<(PathBuf, u64)> = self
-                .numbers
-                .iter()
-                .filter(|(p, _)| p.starts_with(from))
-                .map(|(p, n)| (p.clone(), *n))
-                .collect();
-            for (p, n) in moving {
-                self.numbers.remove(&p);
+            for p in moving {
+                let Some(n) = self.numbers.remove(&p) else {
+                    continue;
+                };
                 // (joining "" would add a slash)
                 let moved = match p.strip_prefix(from) {
                     Ok(under) if !under.as_os_str().is_empty() => to.join(under),
@@ -507,7 +511,9 @@ mod floor {
                 if r != 0 {
                     return Err(errno(&std::io::Error::last_os_error()));
                 }
-                lock(&self.inodes).renamed(&from, &to);
+                let folder =
+                    std::fs::symlink_metadata(self.source.join(&to)).is_ok_and(|m| m.is_dir());
+                lock(&self.inodes).renamed(&from, &to, folder);
                 Ok(())
             })();
             match done {
