@@ -8740,12 +8740,30 @@ def oxen_workloads(ctx, oxen, dvc, oxen_why, dvc_why, minio_bin, minio_why, phot
         if why:
             for exp, n in (("oxen-photos", photos), ("dvc-pain", small)):
                 ctx.rec.note(name, exp, str(n), "all", "fail", "not installed: %s" % why)
-    _oxen_photos(ctx, dmv, peers, minio_bin, minio_why, photos, tries, 0)  # the first point: nothing deleted yet
+    _oxen_photos(ctx, dmv, peers, minio_bin, minio_why, photos, tries, settle)
     if dvc:
         _dvc_pain(ctx, dmv, dvc, small, tries, settle)
 
 
+# Peers whose own steps free inodes (ext4 without a journal: see measure.ext4_without_journal), so the next tool's
+# try waits `settle` seconds after theirs; seen with strace on 2,000 photos.
+OXEN_FREES_INODES = {
+    "dvc": "DVC's add, push and pull create, delete and create again a temporary file per file",
+    "git-lfs": "git's automatic gc (detached, after the commit) deletes the loose objects it packs, and git-lfs's "
+               "clone deletes a temporary file per LFS object",
+}
+
+
 def _oxen_photos(ctx, dmv, peers, minio_bin, minio_why, n, tries, settle):
+    """Oxen's workload: paired tries of commit, status, push to a hub and a bucket, and clone, per tool.
+
+    On ext4 without a journal a new file skips every inode freed in the last minute or more one by one
+    (measure.ext4_without_journal), so no timed step may follow a large delete closely: every try's trees (work
+    tree, store, hub, bucket, clone) are kept until the point ends, and the suite waits `settle` seconds (untimed)
+    before the first try and before a tool's try that follows one of a peer whose own steps free inodes
+    (OXEN_FREES_INODES; a tool's own deletes stay in its own steps' times). Kept, one try of every tool holds about
+    16 copies of the data (quick, 3 tries of 500 MB of photos: 25-30 GB): when the disk has less than one more
+    try's room, the kept trees are deleted and the suite waits `settle` seconds before the next try."""
     exp, param = "oxen-photos", str(n)
     rec = ctx.rec
     # the data, and one tool's try at a time: work tree (links), store, hub, bucket, clone with its checkout
@@ -8755,6 +8773,8 @@ def _oxen_photos(ctx, dmv, peers, minio_bin, minio_why, n, tries, settle):
             rec.note(tool.name, exp, param, "all", "skipped", "%s free on the disk, %s needed" % (
                 human_bytes(free), human_bytes(need)))
         return
+    # room to keep before one more tool's try: its copies (blocks of 4 KiB) and a margin for the rest of the machine
+    try_room = 6 * n * (OXEN_PHOTO_BYTES + 4096) + 4 * GiB
     pt = ctx.point(exp, n)
     data = os.path.join(pt.root, "data")
     try:
@@ -8763,7 +8783,7 @@ def _oxen_photos(ctx, dmv, peers, minio_bin, minio_why, n, tries, settle):
         source = datagen.tree_hash(data)
         rec.fact(dmv.name, exp, param, "setup_data", data_files=source[1], data_bytes=source[2],
                  file_bytes=OXEN_PHOTO_BYTES, edit_every=OXEN_EDIT_EVERY, tries=tries,
-                 write_s=round(time.monotonic() - t0, 3))
+                 write_s=round(time.monotonic() - t0, 3), settle_s=settle)
         for step in ("push_hub", "push_bucket", "clone"):
             if any(t.name == "oxen" for t in peers):
                 rec.note("oxen", exp, param, step, "n/a", OXEN_NO_REMOTE)
@@ -8786,19 +8806,30 @@ def _oxen_photos(ctx, dmv, peers, minio_bin, minio_why, n, tries, settle):
             srv = stack.enter_context(servers.DmvHttp(dmv.path, os.path.join(pt.root, "http"), rec.env, hubs,
                                                       OXEN_TOKEN))
             tools = [dmv] + peers
+            kept, freed = [], None  # every try's trees, deleted when the point ends; the peer that freed inodes last
             for i in range(1, tries + 1):
                 for tool in (tools if i % 2 else tools[::-1]):
+                    if kept and free_bytes(ctx.workdir) < try_room:
+                        print("  deleting the tries before (%s free)" % human_bytes(free_bytes(ctx.workdir)),
+                              flush=True)
+                        rec.fact(dmv.name, exp, param, "deleted_kept_%d_%s" % (i, tool.name),
+                                 free_bytes=free_bytes(ctx.workdir), room_bytes=try_room)
+                        _remove(kept, None)
+                        kept.clear()
+                        freed = "the tries before were deleted to make room"
+                    if freed:
+                        _settle(settle, "%s, and freed inodes slow down creating files (ext4 without a journal)"
+                                % freed)
                     try:
                         _oxen_photo_try(ctx, tool, pt, exp, param, i, data, n, source, srv, minio, minio_why)
                     finally:
-                        # the disk: one try of every tool holds about 16 copies of the data (work tree, store,
-                        # hub, bucket, clone), so each tool's try is deleted right after it, bucket included
-                        # (MinIO is restarted before every push)
-                        for path in ([os.path.join(pt.root, "%s%s-%d" % (tool.name, part, i))
-                                      for part in ("", "-clone", "-hub")] +
-                                     [os.path.join(pt.root, "lfs-hub-%d" % i)] * (tool.name == "git-lfs") +
-                                     [os.path.join(minio.data, "%s-%d" % (tool.name, i))] * (minio is not None)):
-                            shutil.rmtree(path, ignore_errors=True)
+                        # kept until the point ends (or the disk runs short), bucket included
+                        kept.extend([os.path.join(pt.root, "%s%s-%d" % (tool.name, part, i))
+                                     for part in ("", "-clone", "-hub")] +
+                                    [os.path.join(pt.root, "lfs-hub-%d" % i)] * (tool.name == "git-lfs") +
+                                    [os.path.join(minio.data, "%s-%d" % (tool.name, i))] * (minio is not None))
+                        freed = ("%s's try freed inodes (%s)" % (tool.name, OXEN_FREES_INODES[tool.name])
+                                 if tool.name in OXEN_FREES_INODES else None)
     finally:
         shutil.rmtree(pt.root, ignore_errors=True)
 

@@ -2360,6 +2360,23 @@ def oxen_section(ix, mode, meta):
                         "has no server of its own). The bucket: a fresh one per tool and try on one MinIO on "
                         "127.0.0.1, restarted before each push. Every clone is compared with the data "
                         "(untimed)." % (cfg.get("oxen_edit_every") or 100), ""]
+                setup = ix.by.get(("dmv", exp, str(p), "setup_data")) or {}
+                if setup.get("settle_s") is not None:  # recorded since the deletes are kept out of the steps
+                    out += ["Deletes are kept out of the timed window: every try's trees (work tree, store, hub, "
+                            "bucket, clone) are kept until the point is done (unless the disk runs short), so no "
+                            "step creates its files among inodes another try freed just before (ext4 without a "
+                            "journal: see the sync section)%s. A tool's own deletes stay in its own times: DVC's "
+                            "add, push and pull create, delete and create again a temporary file per file, git's "
+                            "automatic gc (detached) deletes the loose objects it packs after git-lfs's commit, "
+                            "and git-lfs's clone deletes a temporary file per LFS object." % (
+                                "; the suite waits %.0f s (untimed) before the first try and before each try that "
+                                "follows one of DVC or git-lfs" % setup["settle_s"] if setup["settle_s"] else ""),
+                            ""]
+                    short = [st[len("deleted_kept_"):] for (t, e, q, st) in ix.by
+                             if e == exp and q == str(p) and st.startswith("deleted_kept_")]
+                    if short:
+                        out += ["The disk ran short: the kept trees were deleted before %s (then the suite "
+                                "waited)." % ", ".join(sorted(short)), ""]
             else:
                 out += ["#### " + title % fmt_count(p), "",
                         "Set up once per tool (untimed for the table, shown below): commit of the tree (`dmv add "
