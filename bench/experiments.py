@@ -6544,6 +6544,19 @@ class _WorktreeMount(_DmvMount):
         return Cmd([self.dmv.path, "mount", "--worktree", "--background", self.mnt], cwd=self.repo, env=self.env)
 
 
+class FuseFloor:
+    """fuse_floor (crates/dmv-mount/examples/fuse_floor.rs): a bare passthrough FUSE file system that mounts a
+    folder as `dmv mount --worktree` mounts the working tree (options, threads, capabilities, TTL, open flags,
+    passthrough) with no DMV logic, so its time is what FUSE alone costs; recorded as tool `fuse-floor`."""
+    name = "fuse-floor"
+
+    def __init__(self, path):
+        self.path = path
+
+
+WTM_FLOOR_NOPT = ["--no-passthrough"]   # fuse_floor's DMV_MOUNT_PASSTHROUGH=0
+
+
 def _drop_caches():
     """sync, then the page cache, dentries and inodes dropped (root only); True if it could."""
     os.sync()
@@ -6597,7 +6610,7 @@ def _paired(i, *ways):
         way()
 
 
-def worktree_mount(ctx, size, absent_size, photos, tree, repeats):
+def worktree_mount(ctx, size, absent_size, photos, tree, repeats, floor=None, floor_why=None, settle=0):
     """`dmv mount --worktree` (issue 74) against the same replica's plain working tree, in one run; each row
     `repeats` paired tries. Present data (one replica, `size` file and `photos` files of about 50 KiB):
     (1) `cat FILE` cold (after sync and drop_caches, when root) and warm (`wtm-read`); (3) `dd bs=1M
@@ -6606,7 +6619,11 @@ def worktree_mount(ctx, size, absent_size, photos, tree, repeats):
     Absent data, from `dmv serve` on loopback, each measure in a fresh meta clone: (2) `cat` of a file of
     `absent_size` through the mount against `dmv get FILE` (`wtm-absent`); (4b) `cp -r` of the photos out of
     the mount against `dmv get photos` (`wtm-copy`). (6) `dmv status` after WTM_EDITS of `tree` files of 1 KiB
-    were edited through the mount, against the same edit in the plain tree (`wtm-status`)."""
+    were edited through the mount, against the same edit in the plain tree (`wtm-status`). Every present-data
+    step also runs through `floor` (a FuseFloor: bare FUSE over the same plain tree, as tool `fuse-floor`, steps
+    named `*_floor*`), in the same tries: the floor of each row, what FUSE itself costs; without it
+    (`floor_why`) those steps are noted skipped. The suite waits `settle` seconds (untimed) before (5), which
+    follows the deletes of (2) and (4b) (ext4 without a journal: see measure.ext4_without_journal)."""
     dmv = next((t for t in ctx.tools if t.name == "dmv"), None)
     if dmv is None:
         return
@@ -6631,9 +6648,13 @@ def worktree_mount(ctx, size, absent_size, photos, tree, repeats):
         for e, n in rows:
             ctx.rec.note("dmv", e, str(n), "all", "skipped", "not enough free disk: need %s" % human_bytes(need))
         return
+    if floor is None:
+        for e, n in rows:
+            if e != "wtm-absent":
+                ctx.rec.note(FuseFloor.name, e, str(n), "all", "skipped", floor_why or "no fuse_floor")
     can_drop = _drop_caches()
-    _wtm_present(ctx, dmv, size, absent_size, photos, repeats, can_drop)
-    _wtm_status(ctx, dmv, tree, repeats)
+    _wtm_present(ctx, dmv, size, absent_size, photos, repeats, can_drop, floor, settle)
+    _wtm_status(ctx, dmv, tree, repeats, floor)
 
 
 def _wtm_mounted(ctx, dmv, repo, mnt, e, p, step, env=None):
@@ -6655,7 +6676,44 @@ def _wtm_mounted(ctx, dmv, repo, mnt, e, p, step, env=None):
     return cm()
 
 
-def _wtm_present(ctx, dmv, size, absent_size, photos, repeats, can_drop):
+def _wtm_floor(ctx, floor, source, mnt, e, p, step, args=()):
+    """A context: `fuse_floor SOURCE MNT [ARGS]` in the foreground (None if it failed or there is no floor:
+    noted), unmounted after with `fusermount3 -u`; what it printed besides its start noted."""
+    @contextlib.contextmanager
+    def cm():
+        if floor is None:
+            yield None
+            return
+        os.makedirs(mnt, exist_ok=True)
+        log_path = mnt.rstrip("/") + ".log"
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen([floor.path, source, mnt] + list(args), stdin=subprocess.DEVNULL, stdout=log,
+                                    stderr=log, env=ctx.rec.env)
+        problem = None
+        try:
+            deadline = time.monotonic() + MOUNT_WAIT_S
+            while mnt not in _mount_points() and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+            up = mnt in _mount_points()
+            if up:
+                os.stat(mnt)  # the kernel's INIT answered before the step
+            else:
+                problem = "fuse_floor did not mount %s (exit %s)" % (mnt, proc.poll())
+                ctx.rec.note(floor.name, e, p, step, "fail", problem)
+            yield mnt if up else None
+        finally:
+            problem = _unmount(mnt, ["fusermount3", "-u", mnt], ctx.rec.env, proc) or problem
+            with open(log_path, "rb") as f:
+                said = f.read().decode("utf-8", "replace").strip().splitlines()
+            want = "passthrough off" if "--no-passthrough" in args else "passthrough on"
+            odd = [l for l in said if not l.startswith("fuse_floor: ") or " mounted, " not in l or want not in l]
+            if problem or odd:
+                ctx.rec.note(floor.name, e, p, "unmount_%s" % step, "fail" if problem else "ok",
+                             "; ".join([problem or ""] + odd[:5]).strip("; "))
+    return cm()
+
+
+def _wtm_present(ctx, dmv, size, absent_size, photos, repeats, can_drop, floor=None, settle=0):
     rec = ctx.rec
     pt = ctx.point("worktree-mount", size)
     try:
@@ -6680,6 +6738,8 @@ def _wtm_present(ctx, dmv, size, absent_size, photos, repeats, can_drop):
             return
         mnt = os.path.join(pt.root, "mnt")
         view = lambda *rel: os.path.join(mnt, *rel)
+        fmnt = os.path.join(pt.root, "floor")  # fuse_floor's mount of the plain tree
+        fview = lambda *rel: os.path.join(fmnt, *rel)
         common = dict(cold_cache_dropped=can_drop, repeats=repeats)
 
         # (1) reads of a present file: cold (fresh mount, caches dropped), then warm (the same again)
@@ -6708,7 +6768,18 @@ def _wtm_present(ctx, dmv, size, absent_size, photos, repeats, can_drop):
                     dropped = _drop_caches() if temp == "cold" else None
                     rec.step(_Floor, e, p, "%s_plain_%d" % (temp, i), [Cmd(["cat", source], cwd=pt.root)], None,
                              after=lambda o: dict(data, dropped=dropped))
-            _paired(i, lambda: mounted("", None), plain, lambda: mounted("-nopt", WTM_NOPT_ENV))
+
+            def bare(variant, args, i=i):
+                with _wtm_floor(ctx, floor, pt.work, fmnt, e, p, "cold_floor%s_%d" % (variant, i), args) as m:
+                    if m is None:
+                        return
+                    for temp in ("cold", "warm"):
+                        dropped = _drop_caches() if temp == "cold" else None
+                        rec.step(floor, e, p, "%s_floor%s_%d" % (temp, variant, i),
+                                 [Cmd(["cat", fview(WTM_FILE)], cwd=pt.root)], None,
+                                 after=lambda o: dict(data, dropped=dropped, variant=variant or "passthrough"))
+            _paired(i, lambda: mounted("", None), lambda: bare("", ()), plain, lambda: bare("-nopt", WTM_FLOOR_NOPT),
+                    lambda: mounted("-nopt", WTM_NOPT_ENV))
 
         # (3) writes: dd of a new file of `size` bytes, fsync'd, into the mount and into the plain tree
         e, p = "wtm-write", str(size)
@@ -6745,17 +6816,45 @@ def _wtm_present(ctx, dmv, size, absent_size, photos, repeats, can_drop):
                 if os.path.exists(plain_target):
                     os.remove(plain_target)
                 os.sync()
-            _paired(i, lambda: mounted("", None), plain, lambda: mounted("-nopt", WTM_NOPT_ENV))
 
-        # (4) cp -r of the photos out of the mount and out of the plain tree (present data, page cache warm)
+            def bare(variant, args, i=i):
+                with _wtm_floor(ctx, floor, pt.work, fmnt, e, p, "write_floor%s_%d" % (variant, i), args) as m:
+                    if m is None:
+                        return
+                    os.sync()
+                    rec.step(floor, e, p, "write_floor%s_%d" % (variant, i), dd(fview(WTM_WRITE_FILE)), None,
+                             after=lambda o: dict(_file_check(plain_target, digest, "the file written through "
+                                                  "fuse_floor, in the working tree")(o), **data,
+                                                  variant=variant or "passthrough"))
+                    try:
+                        os.remove(fview(WTM_WRITE_FILE))
+                    except OSError:
+                        pass
+                if os.path.exists(plain_target):
+                    os.remove(plain_target)
+                os.sync()
+            _paired(i, lambda: mounted("", None), lambda: bare("", ()), plain, lambda: bare("-nopt", WTM_FLOOR_NOPT),
+                    lambda: mounted("-nopt", WTM_NOPT_ENV))
+
+        # (4) cp -r of the photos out of the mount and out of the plain tree (present data, page cache warm).
+        # Every copy is kept until the row ends: on ext4 without a journal a new file skips the inodes freed in
+        # the last minute one by one (measure.ext4_without_journal), so a copy made right after another was
+        # deleted would pay for that delete.
         e, p = "wtm-copy", str(photos)
-        data = dict(common, data_files=photos, data_bytes=photo_bytes, folder=WTM_PHOTOS)
+        data = dict(common, data_files=photos, data_bytes=photo_bytes, folder=WTM_PHOTOS, copies_kept=True)
         _warm(folder)
+        copies = []
         for i in range(1, repeats + 1):
             print("%s %d: try %d of %d (present)" % (e, photos, i, repeats), flush=True)
-            dest = os.path.join(pt.root, "copy")
+
+            def kept(way, i=i):
+                """The copy's folder of `way` in try `i`; left for the end of the row."""
+                path = os.path.join(pt.root, "copy-%s-%d" % (way, i))
+                copies.append(path)
+                return path
 
             def mounted(i=i):
+                dest = kept("mount")
                 with _wtm_mounted(ctx, dmv, pt.work, mnt, e, p, "cp_mount_%d" % i) as m:
                     if m is None:
                         return
@@ -6763,22 +6862,37 @@ def _wtm_present(ctx, dmv, size, absent_size, photos, repeats, can_drop):
                     rec.step(dmv, e, p, "cp_mount_%d" % i, [Cmd(["cp", "-r", view(WTM_PHOTOS), dest], cwd=pt.root)],
                              None, after=lambda o, m=m: dict(_tree_check(dest, photo_hashes, "cp -r out of the mount")(o),
                                                              **data, mount_peak_rss_kib=m.hwm()))
-                shutil.rmtree(dest, ignore_errors=True)
 
             def plain(i=i):
+                dest = kept("plain")
                 os.sync()
                 rec.step(_Floor, e, p, "cp_plain_%d" % i, [Cmd(["cp", "-r", folder, dest], cwd=pt.root)], None,
                          after=lambda o: dict(_tree_check(dest, photo_hashes, "cp -r")(o), **data))
-                shutil.rmtree(dest, ignore_errors=True)
-            _paired(i, mounted, plain)
+
+            def bare(i=i):
+                dest = kept("floor")
+                with _wtm_floor(ctx, floor, pt.work, fmnt, e, p, "cp_floor_%d" % i) as m:
+                    if m is None:
+                        return
+                    os.sync()
+                    rec.step(floor, e, p, "cp_floor_%d" % i, [Cmd(["cp", "-r", fview(WTM_PHOTOS), dest],
+                                                                  cwd=pt.root)], None,
+                             after=lambda o: dict(_tree_check(dest, photo_hashes, "cp -r out of fuse_floor")(o),
+                                                  **data))
+            _paired(i, mounted, bare, plain)
+        for path in copies:
+            shutil.rmtree(path, ignore_errors=True)
 
         # (2) and (4b): absent data in fresh meta clones of the hub, served by dmv serve on 127.0.0.1
         _wtm_absent(ctx, dmv, pt, hub, mnt, size, absent_size, abs_digest, photos, photo_bytes, photo_hashes,
                     repeats, common)
 
-        # (5) a photo editor's save of WTM_SAVES photos: temporary file beside it, fsync, rename over it
+        # (5) a photo editor's save of WTM_SAVES photos: temporary file beside it, fsync, rename over it; after
+        # the meta clones of (2) and (4b) were deleted, the first try's files would skip their inodes
         e, p = "wtm-save", str(WTM_SAVES)
-        data = dict(common, data_files=WTM_SAVES, folder=WTM_PHOTOS)
+        data = dict(common, data_files=WTM_SAVES, folder=WTM_PHOTOS, settle_s=settle)
+        _settle(settle, "the meta clones were deleted, and freed inodes slow down creating files (ext4 without "
+                        "a journal)")
         for i in range(1, repeats + 1):
             print("%s %d: try %d of %d" % (e, WTM_SAVES, i, repeats), flush=True)
 
@@ -6809,7 +6923,12 @@ def _wtm_present(ctx, dmv, size, absent_size, photos, repeats, can_drop):
                 with _wtm_mounted(ctx, dmv, pt.work, mnt, e, p, "save_mount_%d" % i) as m:
                     if m is not None:
                         save(dmv, "save_mount_%d" % i, view(WTM_PHOTOS), WTM_SEED * 100 + 2 * i, m)
-            _paired(i, mounted, lambda i=i: save(_Floor, "save_plain_%d" % i, folder, WTM_SEED * 100 + 2 * i + 1))
+
+            def bare(i=i):
+                with _wtm_floor(ctx, floor, pt.work, fmnt, e, p, "save_floor_%d" % i) as m:
+                    if m is not None:
+                        save(floor, "save_floor_%d" % i, fview(WTM_PHOTOS), WTM_SEED * 100 + 50 + i)
+            _paired(i, mounted, bare, lambda i=i: save(_Floor, "save_plain_%d" % i, folder, WTM_SEED * 100 + 2 * i + 1))
     finally:
         _mount_cleanup(pt.root, rec.env)
         shutil.rmtree(pt.root, ignore_errors=True)
@@ -6913,9 +7032,10 @@ def _delta(sent0, srv):
     return sent1 - sent0 if sent0 is not None and sent1 is not None else None
 
 
-def _wtm_status(ctx, dmv, tree, repeats):
+def _wtm_status(ctx, dmv, tree, repeats, floor=None):
     """(6) `dmv status` after WTM_EDITS of `tree` files of 1 KiB were rewritten (new bytes, the same size)
-    through the mount, against the same edit in the plain tree; after each, `dmv commit -a` (untimed)."""
+    through the mount, against the same edit in the plain tree and through `floor` (fuse_floor over the plain
+    tree, still mounted); after each, `dmv commit -a` (untimed)."""
     rec = ctx.rec
     e, p = "wtm-status", str(tree)
     pt = ctx.point(e, tree)
@@ -6974,7 +7094,14 @@ def _wtm_status(ctx, dmv, tree, repeats):
                 picked = edit(pt.work, WTM_SEED * 1000 + 2 * i + 1)
                 os.sync()
                 status(_Floor, "status_plain_%d" % i, picked, {})
-            _paired(i, mounted, plain)
+
+            def bare(i=i):
+                with _wtm_floor(ctx, floor, pt.work, os.path.join(pt.root, "floor"), e, p, "status_floor_%d" % i) as m:
+                    if m is not None:
+                        picked = edit(m, WTM_SEED * 1000 + 500 + i)
+                        os.sync()
+                        status(floor, "status_floor_%d" % i, picked, {})
+            _paired(i, mounted, bare, plain)
     finally:
         _mount_cleanup(pt.root, rec.env)
         shutil.rmtree(pt.root, ignore_errors=True)

@@ -3107,11 +3107,19 @@ def _wtm_param(exp, p):
         ("%d files" % p if exp == "wtm-save" else fmt_size_param(p))
 
 
+def _wtm_floor_of(top, bottom):
+    """The bare FUSE step of a row against the plain tree (`cold_mount-nopt` -> fuse-floor's `cold_floor-nopt`),
+    or None (absent data: the floor has none)."""
+    return ("fuse-floor", top[1].replace("_mount", "_floor")) if bottom[0] == "cp" else None
+
+
 def worktree_mount_table(ix):
+    """The table's lines, the rows that missed their target, and the floor rows (label, parameter, mount /
+    plain, bare FUSE / plain, mount / bare FUSE; medians of the tries' ratios)."""
     lines = ["| measure | size | through the mount | against | the other way | mount / other (median of pairs) "
-             "| target | met |",
-             "|---|--:|--:|---|--:|--:|--:|---|"]
-    misses = []
+             "| target | met | bare FUSE (fuse_floor) | bare FUSE / other | mount / bare FUSE |",
+             "|---|--:|--:|---|--:|--:|--:|---|--:|--:|--:|"]
+    misses, floors = [], []
     for exp, label, top, bottom, target, against in WTM_ROWS:
         for p in ix.params(exp):
             mv, mtext = _mount_time(ix, top[0], exp, p, top[1])
@@ -3122,10 +3130,19 @@ def worktree_mount_table(ix):
             met = "—" if r is None else ("yes" if r <= target else "**no**")
             if r is not None and r > target:
                 misses.append((label, r, target, against))
-            lines.append("| %s | %s | %s | %s | %s | %s | ≤ %.1fx | %s |" % (
-                label, _wtm_param(exp, p), mtext, against, otext,
-                "—" if r is None else "%sx (%s)" % (_times(r), ", ".join(_times(x) for x in pairs)), target, met))
-    return lines, misses
+            floor = _wtm_floor_of(top, bottom)
+            ftext, fr, mf = "—", None, None
+            if floor:
+                ftext = _mount_time(ix, floor[0], exp, p, floor[1])[1]
+                fr, fpairs = _paired_ratio(ix, exp, p, floor, bottom)
+                mf, mpairs = _paired_ratio(ix, exp, p, top, floor)
+                if fr is not None or mf is not None:
+                    floors.append((label, p, r, fr, mf))
+            ratio = lambda x, xs: "—" if x is None else "%sx (%s)" % (_times(x), ", ".join(_times(y) for y in xs))
+            lines.append("| %s | %s | %s | %s | %s | %s | ≤ %.1fx | %s | %s | %s | %s |" % (
+                label, _wtm_param(exp, p), mtext, against, otext, ratio(r, pairs), target, met, ftext,
+                ratio(fr, fpairs) if fr is not None else "—", ratio(mf, mpairs) if mf is not None else "—"))
+    return lines, misses, floors
 
 
 def worktree_mount_section(ix, mode, cfg):
@@ -3138,8 +3155,10 @@ def worktree_mount_section(ix, mode, cfg):
            "when the mount runs as root; with `DMV_MOUNT_PASSTHROUGH=0` the mount process does every read and "
            "write; absent files, in a meta clone, listed at full size and fetched chunk by chunk as read). Each "
            "row against the same replica's plain working tree, or, for absent data, against `dmv get` in a "
-           "second fresh meta clone. Every row is %d tries, each a pair (or, with passthrough off, a triple) run "
-           "back to back: the mount first in odd tries, the other way first in even ones; each mount is fresh "
+           "second fresh meta clone. Every row is %d tries, each a pair run back to back (with bare FUSE, below, a "
+           "triple; reads and writes also with passthrough off: the mount, bare FUSE, the plain tree, bare FUSE "
+           "and the mount without passthrough): the mount first in odd tries, the other way first in even ones "
+           "(the order reversed); each mount is fresh "
            "(`dmv mount --worktree --background`, untimed) and ended with `dmv umount` after its try. The table "
            "shows the median wall time (in brackets: the tries and their range), and the median of the pairs' "
            "ratios, each pair's two figures from the same moment of a shared machine." % repeats, "",
@@ -3167,8 +3186,25 @@ def worktree_mount_section(ix, mode, cfg):
                "done: the suite ran as root" if dropped and all(dropped) else
                "**not done**: the suite could not write it, so cold is only after sync(2)" if dropped else "—",
                wtm.get("saves", 100), fmt_count(wtm.get("tree", 0)), wtm.get("edits", 100)), ""]
-    table, misses = worktree_mount_table(ix)
+    table, misses, floors = worktree_mount_table(ix)
     out += table + [""]
+    if floors:
+        out += [("Bare FUSE (the last three columns): every present-data step also ran through `fuse_floor` "
+                "(crates/dmv-mount/examples/fuse_floor.rs), a passthrough FUSE file system with no DMV logic "
+                "mounted over the same plain working tree as `dmv mount --worktree` mounts it: the same fuser, "
+                "mount options (rw, default_permissions, nodev, nosuid, auto_unmount), 4 threads, capabilities "
+                "(readdirplus, auto_inval_data, passthrough), entry and attribute time of 1 s and open flags, "
+                "FUSE passthrough on or, in the passthrough-off rows, off (`--no-passthrough`); a fresh one per "
+                "try, in the same tries as the mount and the plain tree (run between them). Its time over the "
+                "plain tree's is what FUSE itself costs on this machine, the floor no mount can go under; the "
+                "mount's over it is what DMV adds."), ""]
+    elif wtm.get("fuse_floor_missing"):
+        out += ["Bare FUSE (fuse_floor) was not measured: %s." % wtm["fuse_floor_missing"], ""]
+    if "settle_s" in wtm:  # recorded since (4) keeps its copies and (5) waits
+        out += ["Deletes are kept out of the timed steps of (4) and (5) (ext4 without a journal: a new file skips, "
+                "one by one, the inodes freed in the last minute; see the sync section): every copy of (4) is kept "
+                "until its row is done, and the suite waits %.0f s (untimed) before (5), which follows the deletes "
+                "of the meta clones of (2) and (4b)." % (wtm["settle_s"] or 0), ""]
     if misses:
         out += ["Targets (issue 74): within %.1fx of the plain tree for present data, within %.1fx of `dmv get` "
                 "for absent data. Missed: %s." % (WTM_TARGET_PRESENT, WTM_TARGET_ABSENT, "; ".join(

@@ -184,6 +184,23 @@ def build_dmv(log_path):
     return (path, None) if os.path.exists(path) else (None, "build succeeded but %s is missing" % path)
 
 
+def build_fuse_floor(log_path):
+    """cargo build --release -p dmv-mount --example fuse_floor (worktree-mount's bare FUSE floor); returns
+    (path, None) or (None, reason)."""
+    print("building fuse_floor: cargo build --release -p dmv-mount --example fuse_floor", flush=True)
+    target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(REPO, "target")
+    with open(log_path, "wb") as log:
+        try:
+            r = subprocess.run(["cargo", "build", "--release", "-p", "dmv-mount", "--example", "fuse_floor"],
+                               cwd=REPO, stdout=log, stderr=subprocess.STDOUT, timeout=3600)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return None, "cargo build of fuse_floor failed: %s" % e
+    if r.returncode != 0:
+        return None, "cargo build --release -p dmv-mount --example fuse_floor failed (exit %d)" % r.returncode
+    path = os.path.join(target, "release", "examples", "fuse_floor")
+    return (path, None) if os.path.exists(path) else (None, "build succeeded but %s is missing" % path)
+
+
 def apt_install(package):
     """apt-get install -y PACKAGE (after apt-get update when the first try fails);
     returns (ok, tail of the output)."""
@@ -336,6 +353,8 @@ def main(argv=None):
                          "10000, full 100000)")
     ap.add_argument("--wtm-repeats", type=int,
                     help="worktree-mount: paired tries per row (quick 3, full 5; at least 1)")
+    ap.add_argument("--fuse-floor", help="worktree-mount: the bare FUSE floor, crates/dmv-mount/examples/fuse_floor.rs "
+                                         "built (default: cargo build --release -p dmv-mount --example fuse_floor)")
     ap.add_argument("--habits-files",
                     help="habits: files of 1 KiB in the tree a small file is added and committed in, decimal units: "
                          "'100K,1M' or '1K..1M' (quick 100000, full 100000,1000000)")
@@ -662,6 +681,19 @@ def main(argv=None):
                 cfg["mount_remote_size"], experiments.human_bytes(free),
                 experiments.human_bytes(4 * mount_remote_size + 2 * GiB))
             mount_remote_size = GiB
+    # the worktree-mount experiment's floor: bare FUSE (a private copy: target/ may be rebuilt while we run)
+    wtm_floor, wtm_floor_why, wtm_floor_source = None, None, None
+    if "worktree-mount" in exps:
+        path, wtm_floor_why = (args.fuse_floor, None) if args.fuse_floor else build_fuse_floor(
+            os.path.join(scratch, "cargo-fuse-floor.log"))
+        if path and os.path.isfile(path):
+            wtm_floor_source = os.path.abspath(path)
+            private = os.path.join(scratch, "bin", "fuse_floor")
+            os.makedirs(os.path.dirname(private), exist_ok=True)
+            shutil.copy2(path, private)
+            wtm_floor = experiments.FuseFloor(private)
+        elif path:
+            wtm_floor_why = "%s not found" % path
     # the watch experiment's peer: Syncthing (installed when missing; else its points are recorded as skipped)
     watch_syncthing, watch_syncthing_why = None, None
     if "watch" in exps:
@@ -780,7 +812,9 @@ def main(argv=None):
                                      photo_min=experiments.WTM_PHOTO_MIN, photo_max=experiments.WTM_PHOTO_MAX,
                                      saves=experiments.WTM_SAVES, tree=wtm_tree, edits=experiments.WTM_EDITS,
                                      repeats=wtm_repeats, seed=experiments.WTM_SEED, can_drop_caches=os.access(
-                                         experiments.DROP_CACHES, os.W_OK)),
+                                         experiments.DROP_CACHES, os.W_OK),
+                                     fuse_floor=dmv_binary_info(wtm_floor_source, wtm_floor and wtm_floor.path),
+                                     fuse_floor_missing=wtm_floor_why, settle_s=sync_settle),
                             habits_files=habits_files, habits_rebase_commits=habits_rebase_commits,
                             habits_log_commits=habits_log_commits, habits_tries=experiments.HABITS_TRIES,
                             habits_new_bytes=experiments.HABITS_NEW_BYTES,
@@ -883,7 +917,8 @@ def main(argv=None):
                 experiments.mount(ctx, mount_restic, mount_bup, mount_bup_why, mount_files, mount_size,
                                   mount_remote_size, mount_remote_note, mount_repeats, mount_peer_repeats)
             elif exp == "worktree-mount":
-                experiments.worktree_mount(ctx, wtm_size, wtm_absent_size, wtm_photos, wtm_tree, wtm_repeats)
+                experiments.worktree_mount(ctx, wtm_size, wtm_absent_size, wtm_photos, wtm_tree, wtm_repeats,
+                                           wtm_floor, wtm_floor_why, sync_settle)
             elif exp == "habits":
                 experiments.habits(ctx, habits_files, habits_rebase_commits, habits_log_commits)
                 experiments.habits_text(ctx)
