@@ -4,7 +4,7 @@
 //! whenever the dirstate file changes (a `get`, a `drop`, a commit from
 //! another command); and the inode number the kernel knows each path by.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::SystemTime;
 
 use dmv_repo::store::object::EntryKind;
@@ -163,7 +163,9 @@ impl Absent {
 /// The inode numbers handed to the kernel, each for one path.
 pub struct Inodes {
     paths: HashMap<u64, RelPath>,
-    numbers: HashMap<RelPath, u64>,
+    /// In path order, so what lies under a folder is one range: a rename
+    /// (an editor's save) looks at those, not at every path numbered.
+    numbers: BTreeMap<RelPath, u64>,
     next: u64,
 }
 
@@ -171,7 +173,7 @@ impl Default for Inodes {
     fn default() -> Inodes {
         Inodes {
             paths: HashMap::from([(ROOT, Vec::new())]),
-            numbers: HashMap::from([(Vec::new(), ROOT)]),
+            numbers: BTreeMap::from([(Vec::new(), ROOT)]),
             next: ROOT + 1,
         }
     }
@@ -198,32 +200,29 @@ impl Inodes {
     /// `from` and everything under it now live at `to` (a rename): their
     /// numbers go with them, and what `to` was numbered before is forgotten.
     pub fn renamed(&mut self, from: &[u8], to: &[u8]) {
-        let under = |p: &[u8], root: &[u8]| {
-            p == root || (p.len() > root.len() && p.starts_with(root) && p[root.len()] == b'/')
-        };
-        let replaced: Vec<RelPath> = self
-            .numbers
-            .keys()
-            .filter(|p| under(p, to))
-            .cloned()
-            .collect();
-        for p in replaced {
+        for (p, _) in self.at_or_under(to) {
             if let Some(n) = self.numbers.remove(&p) {
                 self.paths.remove(&n);
             }
         }
-        let moving: Vec<(RelPath, u64)> = self
-            .numbers
-            .iter()
-            .filter(|(p, _)| under(p, from))
-            .map(|(p, n)| (p.clone(), *n))
-            .collect();
-        for (p, n) in moving {
+        for (p, n) in self.at_or_under(from) {
             self.numbers.remove(&p);
             let moved = [to, &p[from.len()..]].concat();
             self.paths.insert(n, moved.clone());
             self.numbers.insert(moved, n);
         }
+    }
+
+    /// The paths numbered at `root` or under it, with their numbers: `root`
+    /// itself, then the range from `root/` up to `root0` ('0' follows '/').
+    fn at_or_under(&self, root: &[u8]) -> Vec<(RelPath, u64)> {
+        let itself = self.numbers.get_key_value(root);
+        let below = [root, b"/"].concat()..[root, b"0"].concat();
+        itself
+            .into_iter()
+            .chain(self.numbers.range(below))
+            .map(|(p, n)| (p.clone(), *n))
+            .collect()
     }
 }
 
@@ -236,17 +235,26 @@ mod tests {
         let mut inodes = Inodes::default();
         let a = inodes.number(b"a");
         let ab = inodes.number(b"a/b");
+        let abd = inodes.number(b"a/b/d");
         let ab2 = inodes.number(b"ab");
+        // Names that sort just before and just after the folder's contents.
+        let dash = inodes.number(b"a-x");
+        let zero = inodes.number(b"a0");
         let old_c = inodes.number(b"c");
+        let old_cb = inodes.number(b"c/b");
         inodes.renamed(b"a", b"c");
         assert_eq!(inodes.path(a).unwrap(), b"c");
         assert_eq!(inodes.path(ab).unwrap(), b"c/b");
+        assert_eq!(inodes.path(abd).unwrap(), b"c/b/d");
         assert_eq!(
             inodes.path(ab2).unwrap(),
             b"ab",
             "a name that only starts alike stays"
         );
+        assert_eq!(inodes.path(dash).unwrap(), b"a-x");
+        assert_eq!(inodes.path(zero).unwrap(), b"a0");
         assert!(inodes.path(old_c).is_none());
+        assert!(inodes.path(old_cb).is_none());
         assert_eq!(inodes.number(b"c/b"), ab);
         assert_eq!(split(b"x/y/z"), (&b"x/y"[..], &b"z"[..]));
         assert_eq!(split(b"z"), (&b""[..], &b"z"[..]));
