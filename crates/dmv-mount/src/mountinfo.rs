@@ -62,7 +62,12 @@ pub fn is_mount_point(dir: &Path) -> bool {
 /// running mounts must name the mount: a mount someone else made, naming
 /// a replica that is not behind it, sends no command there.
 pub fn in_replica_behind(dir: &Path) -> Option<PathBuf> {
-    let (point, replica) = innermost_dmv_mount(&read_table(), dir)?;
+    in_replica_behind_by(&read_table(), dir)
+}
+
+/// [`in_replica_behind`], as the mount table `table` says.
+fn in_replica_behind_by(table: &[u8], dir: &Path) -> Option<PathBuf> {
+    let (point, replica) = innermost_dmv_mount(table, dir)?;
     let point = PathBuf::from(std::ffi::OsStr::from_bytes(&point));
     let replica = PathBuf::from(std::ffi::OsStr::from_bytes(&replica));
     let shown_there = running_mounts(&replica.join(".dmv"))
@@ -183,9 +188,36 @@ garbage line
         assert_eq!(source_naming(Path::new("/home/ana/my phone")), "dmv");
     }
 
+    /// The attack: another local user mounts a folder of type `fuse.dmv`
+    /// naming someone's replica as its source. A command started inside it
+    /// works there only once the replica's own status names that mount.
     #[test]
-    fn a_folder_outside_any_mount_or_under_an_unconfirmed_one_has_no_replica() {
+    fn a_mount_naming_a_replica_counts_only_once_the_replica_lists_it() {
         let t = tempfile::tempdir().unwrap();
-        assert_eq!(in_replica_behind(t.path()), None);
+        let replica = t.path().join("phone");
+        std::fs::create_dir_all(replica.join(".dmv")).unwrap();
+        let table = format!(
+            "41 30 0:40 / /srv/trap rw - fuse.dmv {} rw\n",
+            replica.display()
+        );
+        let inside = Path::new("/srv/trap/shoot");
+        assert_eq!(in_replica_behind_by(table.as_bytes(), inside), None);
+        // The replica's status names another folder: still refused.
+        let live = crate::status::Live::default();
+        crate::status::MountStatus::now(Path::new("/srv/elsewhere"), WORKTREE, 0, &live)
+            .save(&replica.join(".dmv"));
+        assert_eq!(in_replica_behind_by(table.as_bytes(), inside), None);
+        // A read-only mount of that very folder is no working tree.
+        crate::status::MountStatus::now(Path::new("/srv/trap"), "main", 0, &live)
+            .save(&replica.join(".dmv"));
+        assert_eq!(in_replica_behind_by(table.as_bytes(), inside), None);
+        // Its own worktree mount of that folder, running: taken.
+        crate::status::MountStatus::now(Path::new("/srv/trap"), WORKTREE, 0, &live)
+            .save(&replica.join(".dmv"));
+        assert_eq!(
+            in_replica_behind_by(table.as_bytes(), inside),
+            Some(replica.join("shoot"))
+        );
+        assert_eq!(in_replica_behind(t.path()), None, "no mount above it");
     }
 }
