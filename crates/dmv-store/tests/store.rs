@@ -777,16 +777,7 @@ fn absent_ids_are_answered_by_filters_and_present_ones_by_one_probe() {
     }
     s.finish().unwrap();
     drop(s);
-    let packs = std::fs::read_dir(objects.join("packs"))
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .file_name()
-                .to_string_lossy()
-                .ends_with(".pack")
-        })
-        .count();
+    let packs = pack_files(&store);
     assert!(packs > 40, "the session sealed {packs} packs");
 
     let store = Store::open(&objects, ChunkParams::default(), 1 << 16).unwrap();
