@@ -12,7 +12,7 @@
 
 use opendal::ErrorKind;
 
-use crate::error::BucketResult;
+use crate::error::{lost_race, BucketResult};
 use crate::objects::Objects;
 use crate::url::Conn;
 
@@ -84,35 +84,46 @@ pub(crate) fn read_record(
     })
 }
 
+/// Times [`read_at`] reads a record again that was replaced between its
+/// stat and its read: each time another server added a piece, so a
+/// record read at all ends in a few.
+const RECORD_READS: usize = 16;
+
 /// The record at the (stored or plain) `key`; its version read first, so
 /// the body read is that version's.
 async fn read_at(objects: &Objects, key: &str) -> opendal::Result<Option<StagedRecord>> {
-    let stat = match objects.stat(key).await {
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-        Ok(s) => s,
-    };
-    // A sealed record is a little longer than its body: the bound is on both.
-    if stat.len > MAX_STAGED_RECORD + 4096 {
-        return Ok(Some(StagedRecord {
-            body: vec![0; MAX_STAGED_RECORD as usize + 1],
-            version: String::new(),
-        }));
-    }
-    let Some(version) = stat.etag else {
-        return Err(opendal::Error::new(
-            ErrorKind::Unsupported,
-            "the store gives no version (ETag) of a staged upload's record",
-        ));
-    };
-    match objects.get_if_match(key, &version).await {
-        Ok(body) => Ok(Some(StagedRecord { body, version })),
-        // Replaced between the two: read as gone, and the caller asks again.
-        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::ConditionNotMatch) => {
-            Ok(None)
+    for _ in 0..RECORD_READS {
+        let stat = match objects.stat(key).await {
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+            Ok(s) => s,
+        };
+        // A sealed record is a little longer than its body: the bound is on both.
+        if stat.len > MAX_STAGED_RECORD + 4096 {
+            return Ok(Some(StagedRecord {
+                body: vec![0; MAX_STAGED_RECORD as usize + 1],
+                version: String::new(),
+            }));
         }
-        Err(e) => Err(e),
+        let Some(version) = stat.etag else {
+            return Err(opendal::Error::new(
+                ErrorKind::Unsupported,
+                "the store gives no version (ETag) of a staged upload's record",
+            ));
+        };
+        match objects.get_if_match(key, &version).await {
+            Ok(body) => return Ok(Some(StagedRecord { body, version })),
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            // Replaced between the two (a piece landed): read it again.
+            // Read as gone, it made a live upload "no such upload".
+            Err(e) if lost_race(&e) => continue,
+            Err(e) => return Err(e),
+        }
     }
+    Err(opendal::Error::new(
+        ErrorKind::Unexpected,
+        format!("{key} changed every time it was read"),
+    ))
 }
 
 /// Writes the record of upload `id`: only if there is none (`version`

@@ -2423,7 +2423,8 @@ fn an_upload_resumes_across_a_restart_and_another_server() {
 /// does: staged in the bucket, so a piece sent to one server and the
 /// next to another make one file, a server killed mid-upload loses
 /// nothing, two servers given a piece at the same offset keep exactly
-/// one, and the commit lands in the bucket under its locks.
+/// one, the commit lands in the bucket under its locks, and an upload
+/// is found while pieces land.
 #[test]
 fn an_upload_to_a_bucket_resumes_on_another_server_and_lands_there() {
     if lacks(&[Need::Minio]) {
@@ -2662,4 +2663,53 @@ fn an_upload_to_a_bucket_resumes_on_another_server_and_lands_there() {
         committed,
         "the refused upload moved nothing"
     );
+
+    // One server asks where an upload has come to while the other adds
+    // pieces: each answer finds it. A record replaced between its stat
+    // and its read was once read as gone: "no such upload".
+    let pieces = 48;
+    let (code, body) = http(
+        a.port,
+        "POST",
+        "/photos/uploads",
+        &al,
+        format!(r#"{{"name":"steady.mov","size":{}}}"#, pieces << 10).as_bytes(),
+    );
+    assert_eq!(code, 201, "{body}");
+    let steady = json_of(&body)["id"].as_str().unwrap().to_string();
+    let asker = {
+        let (url, port) = (format!("/photos/uploads/{steady}"), b.port);
+        std::thread::spawn(move || {
+            let mut answers = Vec::new();
+            loop {
+                let (code, body) = http(
+                    port,
+                    "GET",
+                    &url,
+                    &[("Authorization", "Bearer tok-al")],
+                    b"",
+                );
+                let whole = code == 200 && json_of(&body)["received"] == pieces << 10;
+                answers.push((code, body));
+                if code != 200 || whole {
+                    return answers;
+                }
+            }
+        })
+    };
+    for i in 0..pieces {
+        let url = format!("/photos/uploads/{steady}?offset={}", i << 10);
+        let (code, body) = http(a.port, "PUT", &url, &al, &[i as u8; 1024]);
+        assert_eq!(code, 200, "piece {i}: {body}");
+    }
+    let mut last = 0;
+    for (code, body) in &asker.join().unwrap() {
+        assert_eq!(code, &200, "asked while pieces landed: {body}");
+        let received = json_of(body)["received"].as_u64().unwrap();
+        assert!(
+            received >= last && received.is_multiple_of(1024),
+            "{received} after {last}"
+        );
+        last = received;
+    }
 }
