@@ -1343,11 +1343,7 @@ fn two_pushes_and_gc_at_once_keep_both_location_logs() {
         .load_locations()
         .unwrap();
     for name in ["x", "y"] {
-        let id = dmv_repo::Repository::open(&t.join(name))
-            .unwrap()
-            .copies()
-            .replica_id()
-            .unwrap();
+        let id = replica_id(&t.join(name));
         assert!(
             log.records.keys().any(|(_, replica)| *replica == id),
             "the hub lost {name}'s location records"
@@ -1356,6 +1352,60 @@ fn two_pushes_and_gc_at_once_keep_both_location_logs() {
             common::remote::head_of(&hub, &format!("refs/heads/{name}")),
             common::remote::head_of(&t.join(name), &format!("refs/heads/{name}"))
         );
+    }
+    fsck_clean(&hub);
+}
+
+/// The replica id of the repository at `dir`.
+fn replica_id(dir: &Path) -> dmv_repo::ReplicaId {
+    dmv_repo::Repository::open(dir)
+        .unwrap()
+        .copies()
+        .replica_id()
+        .unwrap()
+}
+
+/// Two clones tell their hub of their copies in claims (past 1,024
+/// records their logs go as claims of the hub's tip tree) while gc runs
+/// on the hub: the hub's log says each clone holds every file, and the
+/// hub is whole.
+#[test]
+fn two_clones_telling_a_hub_in_claims_with_gc_at_once_lose_no_record() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    dmv(t, &["init", "a"]);
+    for i in 0..1_500 {
+        let path = t.join(format!("a/d{}/f{i}.txt", i / 500));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, i.to_string()).unwrap();
+    }
+    dmv(&t.join("a"), &["add", "."]);
+    dmv(&t.join("a"), &["commit", "-m", "many"]);
+    dmv(t, &["clone", "--bare", "a", "hub"]);
+    let hub = t.join("hub");
+    let gc = spawn(&hub, GC_NOW);
+    let (cx, cy) = (
+        spawn(t, &["clone", "hub", "x"]),
+        spawn(t, &["clone", "hub", "y"]),
+    );
+    ok(&cx.wait_with_output().unwrap());
+    ok(&cy.wait_with_output().unwrap());
+    ok(&gc.wait_with_output().unwrap());
+    let hub_repo = dmv_repo::Repository::open(&hub).unwrap();
+    let tree = hub_repo.head_tree().unwrap().unwrap();
+    let files = dmv_repo::tree::flatten(&hub_repo.store, &tree).unwrap();
+    let log = hub_repo.copies().load_locations().unwrap();
+    for name in ["x", "y"] {
+        let id = replica_id(&t.join(name));
+        for (path, entry) in &files {
+            assert!(
+                log.holders(&entry.id)
+                    .iter()
+                    .any(|(r, stamp)| *r == id && stamp.present),
+                "the hub does not know {name} holds {}",
+                String::from_utf8_lossy(path)
+            );
+        }
     }
     fsck_clean(&hub);
 }

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use dmv_repo::store::ObjectId;
-use dmv_sync::protocol::{Request, Response, Verb, WireRefUpdate, VERSION};
+use dmv_sync::protocol::{Request, Response, Verb, WireClaim, WireRefUpdate, VERSION};
 use dmv_sync::{Frame, FrameReader, FrameWriter};
 use rand::{Rng, SeedableRng};
 
@@ -30,10 +30,11 @@ const IDLE_SECS: u64 = 2;
 const CUT_WITHIN: Duration = Duration::from_secs(20);
 const WRITER: &str = "writer-1";
 const READER: &str = "reader-1";
-const WRITING_VERBS: [&str; 6] = [
+const WRITING_VERBS: [&str; 7] = [
     "put",
     "update-refs",
     "put-locations",
+    "put-location-claims",
     "lock-content",
     "unlock-content",
     "drop-content",
@@ -244,6 +245,10 @@ fn writing_request(verb: &str, head: ObjectId) -> Vec<u8> {
             message: "x".into(),
         },
         "put-locations" => Request::PutLocations { from: [1; 16] },
+        "put-location-claims" => Request::PutLocationClaims {
+            from: [1; 16],
+            claims: Vec::new(),
+        },
         "lock-content" => Request::LockContent {
             ids: vec![head],
             seconds: 60,
@@ -646,12 +651,110 @@ fn location_pieces_out_of_order_damaged_or_cut_short_change_nothing() {
     let (records, _) = dmv_repo::LocationLog::read_encoded(&piece).unwrap();
     assert_eq!(records.count(), merged.records.len());
     assert!(matches!(frames.next_frame(), Ok(Some(Frame::End))));
+
+    // Claims put are taken only of a tree the hub reads whole (its HEAD's,
+    // its tips'), so a caller cannot make it list another; refused, the
+    // log is as it was. A claim of HEAD's tree stands for a record of each
+    // of its files.
+    let put_claims = |tree: ObjectId, replica: u8| {
+        let claim = WireClaim {
+            tree,
+            replica: [replica; 16],
+            time_ns: 5_000,
+        };
+        let mut body = message(&Request::PutLocationClaims {
+            from: [replica; 16],
+            claims: vec![claim],
+        });
+        FrameWriter::new(&mut body).end().unwrap();
+        exchange(
+            port,
+            &post("/hub/dmv/put-location-claims", Some(WRITER), &body),
+        )
+    };
+    let log_before = std::fs::read(&log_path).unwrap();
+    let error = error_message(&put_claims(ObjectId([1; 32]), 7));
+    assert!(
+        error.contains("a tree this replica does not read whole"),
+        "{error}"
+    );
+    assert_eq!(std::fs::read(&log_path).unwrap(), log_before);
+    let hub = dmv_repo::Repository::open(&t.join("hub")).unwrap();
+    let head_tree = hub.commit(&head_id(&t.join("a"))).unwrap().tree;
+    assert_eq!(
+        response(&put_claims(head_tree, 7)),
+        Response::LocationsMerged
+    );
+    let files = dmv_repo::tree::flatten(&hub.store, &head_tree).unwrap();
+    let claimed = hub.copies().load_locations().unwrap();
+    for (path, entry) in files.iter().filter(|(_, e)| e.kind.is_file()) {
+        assert!(
+            claimed
+                .holders(&entry.id)
+                .iter()
+                .any(|(r, s)| *r == dmv_repo::ReplicaId([7; 16]) && s.present),
+            "{} not claimed",
+            String::from_utf8_lossy(path)
+        );
+    }
     assert!(
         server.child.try_wait().unwrap().is_none(),
         "the server died"
     );
     server.kill();
     fsck_clean(&t.join("hub"));
+}
+
+/// `dmv serve --stdio` (what ssh runs) refuses a request it cannot read
+/// (a newer client's) and skips the frames of its body up to their end:
+/// the next request on the same pipe is answered, so a client whose
+/// upload of claims was refused sends the records instead.
+#[test]
+fn a_pipe_server_skips_the_body_of_a_request_it_cannot_read() {
+    let top = setup();
+    let t = top.path();
+    let mut server = dmv_cmd(t)
+        .args(["serve", "--stdio", "hub"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut sent = Vec::new();
+    // A message whose request this server has no variant for.
+    sent.extend_from_slice(&2u32.to_le_bytes());
+    sent.extend_from_slice(&[1, 0x7f]);
+    let mut body = FrameWriter::new(&mut sent);
+    body.locations(&location_piece(&[0x10])).unwrap();
+    body.end().unwrap();
+    sent.extend(message(&Request::ListRefs));
+    let mut stdin = server.stdin.take().unwrap();
+    stdin.write_all(&sent).unwrap();
+    drop(stdin);
+    let mut answers = FrameReader::new(std::io::BufReader::new(server.stdout.take().unwrap()));
+    let mut next = || match answers.next_frame() {
+        Ok(Some(Frame::Message(bytes))) => dmv_sync::decode_message::<Response>(&bytes).unwrap(),
+        other => panic!("not an answer: {other:?}"),
+    };
+    assert_eq!(
+        next(),
+        Response::Error {
+            message: "unknown request".into()
+        }
+    );
+    assert!(
+        matches!(next(), Response::Refs { .. }),
+        "the next request was not answered"
+    );
+    assert!(server.wait().unwrap().success());
+    let log = dmv_repo::Repository::open(&t.join("hub"))
+        .unwrap()
+        .copies()
+        .load_locations()
+        .unwrap();
+    assert!(
+        log.holders(&ObjectId([0x10; 32])).is_empty(),
+        "the skipped body was merged"
+    );
 }
 
 #[test]

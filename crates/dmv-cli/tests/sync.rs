@@ -1341,3 +1341,38 @@ fn a_push_gives_back_only_the_locations_the_server_lacked() {
     );
     drop(server);
 }
+
+/// A clone tells its source that it holds every file, as the source's
+/// log must learn, in claims: a clone of 3,000 files from a hub that two
+/// replicas fill sent 6,000 records of 57 bytes back (178 bytes a file in
+/// all), where the claims are 56 bytes each and what else it sends (the
+/// ids it asks for) is 64 bytes a file. Over a pipe to `dmv serve
+/// --stdio`, as over ssh.
+#[test]
+fn a_clone_tells_its_source_of_its_copies_in_claims() {
+    const FILES: u64 = 3_000;
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    dmv(t, &["init", "a"]);
+    let a = t.join("a");
+    for i in 0..FILES {
+        let path = a.join(format!("d{}/f{i}.txt", i / 1000));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, i.to_string()).unwrap();
+    }
+    commit_all(&a, "many");
+    dmv(t, &["clone", "--bare", "a", "hub"]);
+    let (out, sent, _) = traced(t, &["clone", "hub", "b"], |_| {});
+    ok(&out);
+    assert!(
+        sent < FILES * 100,
+        "sent {sent} bytes: {} a file",
+        sent / FILES
+    );
+    let b = t.join("b").to_string_lossy().into_owned();
+    for file in ["d0/f0.txt", "d2/f2999.txt"] {
+        let whereis = dmv(&t.join("hub"), &["whereis", file]);
+        assert!(whereis.contains(&b), "the hub did not learn: {whereis}");
+    }
+    fsck_clean(&t.join("hub"));
+}

@@ -158,6 +158,25 @@ fn requests() -> Vec<(Request, Vec<&'static str>)> {
                 "4444444444444444444444444444444444444444444444444444444444444444",
             ], // trees: [id]
         ),
+        (
+            Request::PutLocationClaims {
+                from: [0x5a; 16],
+                claims: vec![WireClaim {
+                    tree: id(0x44),
+                    replica: [0x66; 16],
+                    time_ns: 300,
+                }],
+            },
+            vec![
+                "45000000 01",
+                "12",
+                "5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a",
+                "01",
+                "4444444444444444444444444444444444444444444444444444444444444444",
+                "66666666666666666666666666666666",
+                "ac02",
+            ], // from: 16 bytes; claims: [tree, replica, time 300 as a varint]
+        ),
     ]
 }
 
@@ -357,6 +376,7 @@ fn protocol_version_and_verbs_are_fixed() {
         (Verb::ListLocks, "list-locks"),
         (Verb::WaitRefs, "wait-refs"),
         (Verb::GetLocationClaims, "get-location-claims"),
+        (Verb::PutLocationClaims, "put-location-claims"),
     ];
     for (verb, name) in verbs {
         assert_eq!(verb.name(), name);

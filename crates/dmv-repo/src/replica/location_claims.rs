@@ -209,7 +209,7 @@ impl Copies<'_> {
     {
         Ok(WithClaims {
             expansion: Expansion::new(self, claims)?,
-            records: records.into_iter().peekable(),
+            records: records.into_iter().fuse().peekable(),
         })
     }
 
@@ -344,7 +344,10 @@ impl Expansion {
 /// [`Copies::records_with_claims`]).
 pub struct WithClaims<I: Iterator<Item = RepoResult<LocationRecord>>> {
     expansion: Expansion,
-    records: std::iter::Peekable<I>,
+    /// Fused: once the records end, each claimed file would ask again, and
+    /// a spool's reader asks its file (500,000 empty reads in a clone's
+    /// merge of 100,000 files held by three replicas).
+    records: std::iter::Peekable<std::iter::Fuse<I>>,
 }
 
 impl<I: Iterator<Item = RepoResult<LocationRecord>>> Iterator for WithClaims<I> {
@@ -848,6 +851,32 @@ mod tests {
             "sent {} records",
             sent_records.get()
         );
+    }
+
+    /// Once the records end, the claims' records follow without asking
+    /// for records again: a spool's reader would read its file each time
+    /// (500,000 empty reads in a clone's merge of 100,000 files).
+    #[test]
+    fn the_records_are_not_asked_for_again_once_they_end() {
+        let (_dir, repo, tree, files) = repo_with_files(50);
+        let asked = std::cell::Cell::new(0);
+        let mut given = vec![record(files[0], 2, 1, true)].into_iter();
+        let records = std::iter::from_fn(|| {
+            asked.set(asked.get() + 1);
+            given.next().map(Ok)
+        });
+        let claim = TreeClaim {
+            tree,
+            replica: ReplicaId([1; 16]),
+            time_ns: 5,
+        };
+        let read = repo
+            .copies()
+            .records_with_claims(&[claim], records)
+            .unwrap()
+            .count();
+        assert_eq!(read, files.len() + 1);
+        assert_eq!(asked.get(), 2, "the record, then the end once");
     }
 
     /// A log with claims damaged anywhere is refused as damaged, never read

@@ -517,6 +517,11 @@ impl LocationPages {
         &self.claims
     }
 
+    /// How many records the pages have yet to give.
+    pub fn records_left(&self) -> u64 {
+        self.left
+    }
+
     /// Up to `max` records in key order, encoded as a log of their own
     /// (with the cards on the first page, which comes even when the log is
     /// empty); None when all were given. Encoded as read, not from a map of

@@ -213,6 +213,12 @@ fn answer<R: Read, W: Write>(
             })?;
             return out.end().map_err(io_lost);
         }
+        // A bucket's logs hold no claims: the client sends the records instead.
+        Request::PutLocationClaims { .. } => {
+            return Err(SyncError::Protocol(Violation::BadLocationClaims(
+                "a bucket's logs take no claims",
+            )))
+        }
         Request::PutLocations { from } => {
             let log = receive_log(input)?;
             bucket.merge_locations(ReplicaId(from), &log)?;

@@ -149,13 +149,27 @@ pub fn serve_stdio(path: &Path) -> SyncResult<()> {
     let mut out = FrameWriter::new(std::io::BufWriter::with_capacity(PIPE_BUFFER, stdout));
     let repo = Repository::open(path);
     let caller = Caller::local_account(path);
+    // After a request this server cannot read, frames other than a message
+    // are that request's body, up to its `end`: skipped, so a newer
+    // client's upload (`PutLocationClaims`) refused here leaves the
+    // connection usable for what it sends instead.
+    let mut skipping_body = false;
     while let Some(frame) = input.next_frame()? {
-        let Frame::Message(bytes) = frame else {
-            return Err(SyncError::Protocol(Violation::Unexpected {
-                expected: "a request",
-                got: None,
-            }));
+        let bytes = match frame {
+            Frame::Message(bytes) => bytes,
+            Frame::End if skipping_body => {
+                skipping_body = false;
+                continue;
+            }
+            _ if skipping_body => continue,
+            _ => {
+                return Err(SyncError::Protocol(Violation::Unexpected {
+                    expected: "a request",
+                    got: None,
+                }))
+            }
         };
+        skipping_body = false;
         // A request of a newer client's: refused as the HTTP server refuses
         // an unknown verb, so the client can do without it.
         let Ok(request) = decode_message::<Request>(&bytes) else {
@@ -164,6 +178,7 @@ pub fn serve_stdio(path: &Path) -> SyncResult<()> {
             })
             .and_then(|_| out.flush())
             .map_err(|e| SyncError::Transport(TransportError::Disconnected(e.to_string())))?;
+            skipping_body = true;
             continue;
         };
         match &repo {
@@ -433,7 +448,12 @@ fn answer<R: Read, W: Write>(
             out.end().map_err(io_lost)?;
         }
         Request::PutLocations { .. } => {
-            receive_locations(repo, input)?;
+            receive_locations(repo, input, Vec::new())?;
+            out.message(&Response::LocationsMerged).map_err(io_lost)?;
+        }
+        Request::PutLocationClaims { claims, .. } => {
+            let claims = claims_taken(repo, &claims)?;
+            receive_locations(repo, input, claims)?;
             out.message(&Response::LocationsMerged).map_err(io_lost)?;
         }
         Request::LockContent { ids, seconds } => {
@@ -624,11 +644,31 @@ fn listed_refs(repo: &Repository) -> SyncResult<(Option<String>, ListedRefs)> {
     Ok((head, refs))
 }
 
+/// The claims of a `PutLocationClaims`, checked: within the bounds of a
+/// log's, and each of a tree this replica reads whole already when it
+/// reads its own log (so a caller can make it read no other tree).
+fn claims_taken(repo: &Repository, claims: &[WireClaim]) -> SyncResult<Vec<dmv_repo::TreeClaim>> {
+    let claims: Vec<dmv_repo::TreeClaim> = claims.iter().map(WireClaim::claim).collect();
+    let bad = |why| SyncError::Protocol(Violation::BadLocationClaims(why));
+    dmv_repo::check_claims(&claims).map_err(bad)?;
+    let read = repo.copies().trees_read_for_claims()?;
+    if claims.iter().any(|c| !read.contains(&c.tree)) {
+        return Err(bad("a tree this replica does not read whole"));
+    }
+    Ok(claims)
+}
+
 /// Merges a pushed location log, which comes in pieces in key order, each
 /// checked whole as it comes and spooled to disk: the log is rewritten once,
 /// after the last piece, and a piece is all that is held in memory.
-fn receive_locations<R: Read>(repo: &Repository, input: &mut FrameReader<R>) -> SyncResult<()> {
+/// `claims` (checked) stand for records the pieces leave out.
+fn receive_locations<R: Read>(
+    repo: &Repository,
+    input: &mut FrameReader<R>,
+    claims: Vec<dmv_repo::TreeClaim>,
+) -> SyncResult<()> {
     let mut run = LocationRun::new(repo)?;
+    run.claims = claims;
     loop {
         match input.expect_frame()? {
             Frame::End => break,

@@ -145,6 +145,21 @@ impl Client {
         Ok(Some(claims))
     }
 
+    /// Sends `request` with `log`'s pages as its body; the answer.
+    fn put_log(&mut self, request: &Request, mut log: LocationPages) -> SyncResult<Response> {
+        let mut body = |w: &mut FrameWriter<&mut dyn Write>| -> SyncResult<()> {
+            let lost = SyncError::connection_lost;
+            while let Some(piece) = log.next_page(LOCATIONS_PER_PIECE)? {
+                w.locations(&piece).map_err(lost)?;
+            }
+            w.end().map_err(lost)
+        };
+        let mut frames = self
+            .wire
+            .exchange(request.verb(), request, Some(&mut body))?;
+        read_response(&mut frames)
+    }
+
     fn call(&mut self, request: Request) -> SyncResult<Response> {
         let mut frames = self.wire.exchange(request.verb(), &request, None)?;
         read_response(&mut frames)
@@ -346,22 +361,26 @@ impl Remote for Client {
         }
     }
 
-    fn put_locations(&mut self, from: ReplicaId, mut log: LocationPages) -> SyncResult<()> {
-        let mut body = |w: &mut FrameWriter<&mut dyn Write>| -> SyncResult<()> {
-            let lost = SyncError::connection_lost;
-            while let Some(piece) = log.next_page(LOCATIONS_PER_PIECE)? {
-                w.locations(&piece).map_err(lost)?;
-            }
-            w.end().map_err(lost)
-        };
-        let mut frames = self.wire.exchange(
-            Verb::PutLocations,
-            &Request::PutLocations { from: from.0 },
-            Some(&mut body),
-        )?;
-        match read_response(&mut frames)? {
+    fn put_locations(&mut self, from: ReplicaId, log: LocationPages) -> SyncResult<()> {
+        match self.put_log(&Request::PutLocations { from: from.0 }, log)? {
             Response::LocationsMerged => Ok(()),
             other => Err(unexpected("locations merged", &other)),
+        }
+    }
+
+    fn put_location_claims(&mut self, from: ReplicaId, log: LocationPages) -> SyncResult<bool> {
+        let request = Request::PutLocationClaims {
+            from: from.0,
+            claims: log.claims().iter().map(WireClaim::of).collect(),
+        };
+        match self.put_log(&request, log) {
+            Ok(Response::LocationsMerged) => Ok(true),
+            // Refused (claims of a tree it does not read, a bucket's server, an older server): nothing was merged.
+            Ok(Response::Error { .. }) => Ok(false),
+            // A server from before claims were put: no such request there.
+            Err(SyncError::Transport(TransportError::NotARepository { .. })) => Ok(false),
+            Ok(other) => Err(unexpected("locations merged", &other)),
+            Err(e) => Err(e),
         }
     }
 
@@ -550,6 +569,25 @@ mod tests {
             let err = take(&mut client(vec![claims(bad)]), &asked).unwrap_err();
             assert!(err.to_string().contains(why), "{err}");
         }
+    }
+
+    /// Claims put and refused (a server in front of a bucket, claims of a
+    /// tree the server does not read, an older server) are not an error:
+    /// the caller sends the records instead.
+    #[test]
+    fn claims_put_and_refused_leave_the_records_to_send() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dmv_repo::Repository::init(dir.path(), ChunkParams::default()).unwrap();
+        let me = repo.copies().replica_id().unwrap();
+        let refused = answer(&Response::Error {
+            message: "protocol error: the claims of a location log: a bucket's logs take no claims"
+                .into(),
+        });
+        let merged = answer(&Response::LocationsMerged);
+        let mut c = client(vec![refused, merged]);
+        let pages = || repo.copies().location_pages().unwrap();
+        assert!(!c.put_location_claims(me, pages()).unwrap());
+        assert!(c.put_location_claims(me, pages()).unwrap());
     }
 
     /// A server that cannot read the request says so, and the whole log

@@ -100,6 +100,13 @@ pub trait Remote {
     fn put_locations(&mut self, _from: ReplicaId, _log: LocationPages) -> SyncResult<()> {
         Ok(())
     }
+    /// [`Remote::put_locations`] of pages whose claims
+    /// ([`LocationPages::claims`]) stand for records they leave out. False
+    /// when the remote took none of it (it takes no claims, or not of
+    /// those trees): the caller sends the records instead.
+    fn put_location_claims(&mut self, _from: ReplicaId, _log: LocationPages) -> SyncResult<bool> {
+        Ok(false)
+    }
     /// Whether [`Remote::put_locations`] merges what it is given into what
     /// it holds (a server), rather than keeping it as the sender's whole log
     /// (an object store, one log object per replica).
