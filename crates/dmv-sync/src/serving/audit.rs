@@ -156,7 +156,13 @@ fn event_name(time: i64) -> String {
     h.update(std::env::temp_dir().to_string_lossy().as_bytes());
     // The nanoseconds keep events of one second in the order they came
     // (names are read back sorted); older names without them sort first.
-    let nanos = dmv_repo::now_ns().rem_euclid(1_000_000_000);
+    // An event of a second that has passed since (named late) comes last
+    // in it: the nanoseconds of the next second sorted it first.
+    let now = dmv_repo::now_ns();
+    let nanos = match i64::try_from(now / 1_000_000_000) == Ok(time) {
+        true => now % 1_000_000_000,
+        false => 999_999_999,
+    };
     format!(
         "{:012}.{nanos:09}-{}",
         time.max(0),
@@ -218,4 +224,23 @@ pub fn read_bucket_audit(bucket: &Bucket, since: Option<i64>) -> crate::SyncResu
     }
     read.events.sort_by_key(|e| e.time);
     Ok(read)
+}
+
+#[cfg(all(test, feature = "s3"))]
+mod tests {
+    use super::*;
+
+    /// An event named in the second after its own (a lock pressed at
+    /// x.999 and stored at x+1.001) sorts after the events of its second,
+    /// not before them: the audit log in a bucket listed a break-lock
+    /// before the three locks it followed.
+    #[test]
+    fn an_event_named_late_sorts_last_in_its_second() {
+        let this_second = (dmv_repo::now_ns() / 1_000_000_000) as i64;
+        let past = this_second - 1;
+        let earlier_that_second = format!("{past:012}.999999998-ffffffffffffffff");
+        let late = event_name(past);
+        assert!(late > earlier_that_second, "{late}");
+        assert_eq!(second_of(&late), Some(past));
+    }
 }
