@@ -157,8 +157,22 @@ pub struct Phases {
     current: Mutex<Option<Bar>>,
 }
 
+/// With `DMV_TRACE`, when each phase starts, from the first: where a
+/// command's time goes, for the benchmarks.
+fn trace_phase(label: &str) {
+    static FIRST: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    if std::env::var_os("DMV_TRACE").is_some() {
+        let first = FIRST.get_or_init(std::time::Instant::now);
+        eprintln!(
+            "trace: phase {label} +{:.3} s",
+            first.elapsed().as_secs_f64()
+        );
+    }
+}
+
 impl dmv_sync::Progress for Phases {
     fn phase(&self, phase: dmv_sync::Phase) {
+        trace_phase(phase.label());
         let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
         *current = Some(Bar::new(phase.label()));
     }
@@ -182,6 +196,7 @@ impl dmv_sync::Progress for Phases {
             .take()
         {
             p.finish();
+            trace_phase("end");
         }
     }
 
