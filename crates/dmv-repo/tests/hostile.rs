@@ -277,6 +277,38 @@ fn early_checkout_planning_survives_a_deep_chain_of_file_nodes() {
     assert!(repo.store.write_content(&file, &mut out).is_err());
 }
 
+/// A get writes the files it fills as their data arrives, but plans at
+/// most 65,536 of them: how many files a tree has is the committed
+/// content's to choose, and each planned file is held in memory. The
+/// rest are written from the store afterwards.
+#[test]
+fn an_early_checkout_plans_at_most_65536_files() {
+    let (_dir, repo) = repo();
+    let mut early = EarlyCheckout::new(&repo).unwrap();
+    let bytes = |i: u32| i.to_le_bytes().to_vec();
+    let id = |i: u32| ObjectId::from_hex(&blake3::hash(&bytes(i)).to_hex()).unwrap();
+    let path = |i: u32| format!("f{i}").into_bytes();
+    let files = (0..70_000u32).map(|i| {
+        let entry = FlatEntry {
+            kind: EntryKind::File,
+            id: id(i),
+            size: 4,
+        };
+        (path(i), entry)
+    });
+    // One-chunk files whose chunks are yet to arrive.
+    early.plan_files(&|_: &ObjectId| None, &|_| false, files);
+    for i in [0, 65_535, 65_536, 69_999] {
+        early.chunk(&id(i), &bytes(i));
+    }
+    let staged = |i: u32, early: &mut EarlyCheckout| early.take_staged(&path(i), &id(i));
+    let first = staged(0, &mut early).unwrap();
+    assert_eq!(std::fs::read(first).unwrap(), bytes(0));
+    assert!(staged(65_535, &mut early).is_some());
+    assert!(staged(65_536, &mut early).is_none());
+    assert!(staged(69_999, &mut early).is_none());
+}
+
 fn varint(mut v: u64, out: &mut Vec<u8>) {
     while v >= 0x80 {
         out.push(v as u8 | 0x80);

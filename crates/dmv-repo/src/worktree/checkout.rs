@@ -455,7 +455,7 @@ impl Worktree<'_> {
     ) -> RepoResult<()> {
         let write = |rel: &[u8], e: &FlatEntry, dirs_made: &mut HashSet<_>| match into_empty {
             true => self.write_new_entry(rel, e, dirs_made),
-            false => self.write_entry(rel, e),
+            false => self.write_entry_in(rel, e, dirs_made),
         };
         const PARALLEL_FROM: usize = 256;
         let threads = std::thread::available_parallelism()
@@ -635,35 +635,69 @@ impl Worktree<'_> {
             })
             .map(|(p, e)| (p.to_vec(), e.flat()))
             .collect();
+        // Those written while their data arrived are moved in here; the
+        // rest are written together, on several threads (write_entries).
+        let (mut to_write, mut dirs_made) = (Vec::new(), HashSet::new());
         for (rel, e) in wanted {
-            if let Some(written) = self.fill_one_absent(&rel, &e, &mut early)? {
-                ds.entries.insert(rel.clone(), written);
-                filled.push(rel);
+            if !self.may_fill(&rel, &e)? {
+                continue;
+            }
+            match self.move_in_staged(&rel, &e, &mut early, &mut dirs_made) {
+                Some(meta) => {
+                    ds.entries
+                        .insert(rel.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));
+                    filled.push(rel);
+                }
+                None => to_write.push((rel, e)),
             }
         }
+        self.write_entries(&to_write, false, &mut |i, meta| {
+            let (rel, e) = &to_write[i];
+            ds.entries
+                .insert(rel.clone(), DirEntry::new(e.kind, e.id, e.size, meta));
+            filled.push(rel.clone());
+        })?;
+        filled.sort_unstable();
         if !filled.is_empty() {
             self.save_dirstate(&ds)?;
         }
         Ok(filled)
     }
 
-    /// Writes the absent file `rel` (entry `e`) if its data is here now and
-    /// nobody put a file at its path meanwhile; returns its new entry.
+    /// Whether absent file `rel` (entry `e`) is to be written: its data is
+    /// here now and nobody put a file at its path meanwhile.
+    fn may_fill(&self, rel: &[u8], e: &FlatEntry) -> RepoResult<bool> {
+        Ok(!self.copies().is_absent(e)? && std::fs::symlink_metadata(self.abs_path(rel)).is_err())
+    }
+
+    /// The stat of `rel` once the file an early checkout wrote for it is
+    /// moved in; None when there is none, or it cannot be moved.
+    fn move_in_staged(
+        &self,
+        rel: &[u8],
+        e: &FlatEntry,
+        early: &mut Option<&mut EarlyCheckout>,
+        dirs_made: &mut HashSet<std::path::PathBuf>,
+    ) -> Option<Metadata> {
+        early
+            .as_deref_mut()
+            .and_then(|early| early.take_staged(rel, &e.id))
+            .and_then(|staged| self.move_in(rel, e.kind, &staged, dirs_made).ok())
+    }
+
+    /// Writes the absent file `rel` (entry `e`) if [`Worktree::may_fill`];
+    /// returns its new entry.
     fn fill_one_absent(
         &self,
         rel: &[u8],
         e: &FlatEntry,
         early: &mut Option<&mut EarlyCheckout>,
     ) -> RepoResult<Option<DirEntry>> {
-        if self.copies().is_absent(e)? || std::fs::symlink_metadata(self.abs_path(rel)).is_ok() {
+        if !self.may_fill(rel, e)? {
             return Ok(None);
         }
         // A staged file that cannot be moved in is written again from the store.
-        let moved = early
-            .as_deref_mut()
-            .and_then(|early| early.take_staged(rel, &e.id))
-            .and_then(|staged| self.move_in(rel, &staged).ok());
-        let meta = match moved {
+        let meta = match self.move_in_staged(rel, e, early, &mut HashSet::new()) {
             Some(meta) => meta,
             None => self.write_entry(rel, e)?,
         };
