@@ -1362,6 +1362,56 @@ fn a_folder_read_in_order_brings_its_small_files_along_and_not_its_films() {
     m.unmount();
 }
 
+/// A folder read in order through a worktree mount has its next batch
+/// fetched ahead while the reader copies this one: once the second file
+/// is read, the eight after it are here and the sixteen after those come
+/// without being opened, and nothing past them.
+#[test]
+fn a_folder_read_in_order_is_fetched_ahead_of_the_reader() {
+    if lacks(&[Need::Fuse]) {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    std::fs::create_dir_all(src.join("roll")).unwrap();
+    dmv(&src, &["init"]);
+    let name = |i: usize| format!("roll/f{i:02}.jpg");
+    for i in 0..40 {
+        std::fs::write(src.join(name(i)), format!("frame {i}\n").repeat(50)).unwrap();
+    }
+    dmv(&src, &["add", "."]);
+    dmv(&src, &["commit", "-m", "roll"]);
+    let (_server, phone) = hub_and_meta_clone(t.path(), &src);
+    let m = Mounted::new(&phone, &t.path().join("mnt"), &["--worktree"]);
+    for i in 0..2 {
+        let read = std::fs::read_to_string(m.path(&name(i))).unwrap();
+        assert_eq!(read, format!("frame {i}\n").repeat(50));
+    }
+    let absent = || {
+        let listed = dmv(&phone, &["ls", "--absent"]);
+        (0..40)
+            .filter(|&i| listed.contains(&name(i)))
+            .collect::<Vec<_>>()
+    };
+    // The batch ahead lands on a thread of its own: waited for, with a
+    // deadline only so a broken mount fails rather than hangs.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while absent() != (26..40).collect::<Vec<_>>() {
+        assert!(
+            Instant::now() < deadline,
+            "absent after reading two: {:?}",
+            absent()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for i in 2..40 {
+        let read = std::fs::read_to_string(m.path(&name(i))).unwrap();
+        assert_eq!(read, format!("frame {i}\n").repeat(50), "{}", name(i));
+    }
+    m.unmount();
+    fsck_clean(&phone);
+}
+
 /// rsync into a worktree mount: its temporary files renamed into place,
 /// over files whose data is absent too, land as changes of the working
 /// tree, and nothing of the files it replaced is fetched.

@@ -2,10 +2,12 @@
 //! copy of a folder (`cp -r`, a backup, an import) opens its files in the
 //! order the folder lists them, and a fetch per file is a round trip and a
 //! pack each, where `dmv get` of the folder is one request. Files opened
-//! in order are fetched in growing batches; a file opened out of order
-//! (a viewer jumping to one photo) is fetched alone. Only files the mount
-//! reads whole (under 16 MiB) are batched: of a film or a RAW a reader may
-//! want only the start, which the chunks it reads bring.
+//! in order are fetched in growing batches, and the next batch is fetched
+//! ahead on a thread of its own while the reader copies this one, so the
+//! copy waits on the network only when it overtakes it; a file opened out
+//! of order (a viewer jumping to one photo) is fetched alone. Only files
+//! the mount reads whole (under 16 MiB) are batched: of a film or a RAW a
+//! reader may want only the start, which the chunks it reads bring.
 
 use std::collections::HashMap;
 
@@ -21,7 +23,8 @@ pub const MOST_BYTES: u64 = 64 << 20;
 const MOST_FOLDERS: usize = 1024;
 
 /// Per folder, the absent file expected next if the folder is read in
-/// order, and the size of the last batch.
+/// order, the size of the last batch, and where the batch fetched ahead
+/// last begins.
 #[derive(Default)]
 pub struct Runs {
     folders: HashMap<Vec<u8>, Run>,
@@ -31,36 +34,86 @@ pub struct Runs {
 struct Run {
     next: Option<Vec<u8>>,
     batch: usize,
+    /// The first file of the batch fetched ahead last: opening it (or a
+    /// file after it) starts the next one.
+    ahead_from: Option<Vec<u8>>,
+    /// The last file fetched, now or ahead: the next batch ahead follows it.
+    fetched_to: Option<Vec<u8>>,
+}
+
+/// What to fetch as a file is opened (see [`Runs::opened`]).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Step {
+    /// How many of the files after it to fetch with it, before it is read.
+    pub now: usize,
+    /// How many files to fetch ahead, on a thread of their own, after the
+    /// last file fetched (see [`Runs::fetched_to`]).
+    pub ahead: usize,
 }
 
 impl Runs {
     /// Notes that absent file `name` of `folder` is opened to read, with
-    /// `following` the absent name after it; how many of the files after
-    /// it to fetch with it: none unless it is opened in order and its
-    /// data is `missing`, else twice the last batch, from
-    /// [`FIRST_BATCH`] up to [`MOST_FILES`].
+    /// `following` the absent name after it; what to fetch. Nothing unless
+    /// it is opened in order. Its data `missing`, it is fetched now with
+    /// twice the last batch (from [`FIRST_BATCH`] up to [`MOST_FILES`]),
+    /// and twice that is fetched ahead; its data here, the next batch is
+    /// fetched ahead once the reader reaches the batch fetched ahead last.
     pub fn opened(
         &mut self,
         folder: &[u8],
         name: &[u8],
         following: Option<&[u8]>,
         missing: bool,
-    ) -> usize {
+    ) -> Step {
         if self.folders.len() >= MOST_FOLDERS && !self.folders.contains_key(folder) {
             self.folders.clear();
         }
         let run = self.folders.entry(folder.to_vec()).or_default();
         let in_order = run.next.as_deref() == Some(name);
         run.next = following.map(<[u8]>::to_vec);
+        let grow = |batch: usize| (batch * 2).clamp(FIRST_BATCH, MOST_FILES);
         if !in_order {
-            run.batch = 0;
-            return 0;
+            *run = Run {
+                next: run.next.take(),
+                ..Run::default()
+            };
+            return Step::default();
         }
-        if !missing {
-            return 0;
+        if missing {
+            let now = grow(run.batch);
+            run.batch = grow(now);
+            run.ahead_from = None;
+            run.fetched_to = None;
+            return Step {
+                now,
+                ahead: run.batch,
+            };
         }
-        run.batch = (run.batch * 2).clamp(FIRST_BATCH, MOST_FILES);
-        run.batch
+        match &run.ahead_from {
+            Some(first) if name >= first.as_slice() => {
+                run.batch = grow(run.batch);
+                run.ahead_from = None;
+                Step {
+                    now: 0,
+                    ahead: run.batch,
+                }
+            }
+            _ => Step::default(),
+        }
+    }
+
+    /// Notes what was fetched for `folder`: up to `last`, the batch ahead
+    /// (if any) from `ahead_from`.
+    pub fn fetched(&mut self, folder: &[u8], ahead_from: Option<&[u8]>, last: &[u8]) {
+        if let Some(run) = self.folders.get_mut(folder) {
+            run.ahead_from = ahead_from.map(<[u8]>::to_vec);
+            run.fetched_to = Some(last.to_vec());
+        }
+    }
+
+    /// The last file fetched in `folder`'s run, if any.
+    pub fn fetched_to(&self, folder: &[u8]) -> Option<&[u8]> {
+        self.folders.get(folder)?.fetched_to.as_deref()
     }
 }
 
@@ -77,63 +130,118 @@ mod tests {
         format!("p{i:04}.jpg").into_bytes()
     }
 
+    /// A fetch made while a folder of 2,000 was read: when (the file being
+    /// opened), whether the reader waited for it, and which files it brought.
+    type Fetch = (usize, bool, std::ops::Range<usize>);
+
     /// Opens files `range` of a folder of 2,000 in order, each missing
-    /// unless an earlier batch brought it; the batch sizes asked for.
-    fn copy(runs: &mut Runs, range: std::ops::Range<usize>) -> Vec<(usize, usize)> {
-        let mut batches = Vec::new();
-        let mut brought_to = None;
+    /// unless an earlier fetch brought it, doing what each step says (a
+    /// fetch ahead lands at once); the fetches made.
+    fn copy(runs: &mut Runs, range: std::ops::Range<usize>) -> Vec<Fetch> {
+        let mut fetches = Vec::new();
+        let mut brought = vec![false; 2001];
         for i in range {
-            let missing = brought_to.is_none_or(|to| i > to);
-            let batch = runs.opened(b"day1", &name(i), Some(&name(i + 1)), missing);
-            if missing {
-                brought_to = Some(i + batch);
+            let following = (i + 1 < 2000).then(|| name(i + 1));
+            let step = runs.opened(b"day1", &name(i), following.as_deref(), !brought[i]);
+            let mut last = None;
+            if step.now > 0 {
+                let to = (i + step.now).min(1999);
+                brought[i..=to].iter_mut().for_each(|b| *b = true);
+                fetches.push((i, true, i..to + 1));
+                last = Some(to);
             }
-            if batch > 0 {
-                batches.push((i, batch));
+            if step.ahead > 0 {
+                let after = last.unwrap_or_else(|| {
+                    let to = runs.fetched_to(b"day1").unwrap();
+                    String::from_utf8_lossy(&to[1..5]).parse().unwrap()
+                });
+                let (from, to) = (after + 1, (after + step.ahead).min(1999));
+                if from <= to {
+                    brought[from..=to].iter_mut().for_each(|b| *b = true);
+                    fetches.push((i, false, from..to + 1));
+                    runs.fetched(b"day1", Some(&name(from)), &name(to));
+                } else {
+                    runs.fetched(b"day1", None, &name(after));
+                }
+            } else if let Some(to) = last {
+                runs.fetched(b"day1", None, &name(to));
             }
         }
-        batches
+        fetches
     }
 
     #[test]
-    fn a_folder_read_in_order_is_fetched_in_doubling_batches() {
+    fn a_folder_read_in_order_is_fetched_ahead_in_doubling_batches() {
         let mut runs = Runs::default();
-        let batches = copy(&mut runs, 0..2000);
-        // The first file alone, the second with 8 more, then 16 ... 256.
+        let fetches = copy(&mut runs, 0..2000);
+        // The first file alone (its chunks as read), the second with 8
+        // more; from then on each batch is fetched ahead, as the reader
+        // reaches the one before.
         assert_eq!(
-            batches[..6],
-            [(1, 8), (10, 16), (27, 32), (60, 64), (125, 128), (254, 256)]
+            fetches[..6],
+            [
+                (1, true, 1..10),
+                (1, false, 10..26),
+                (10, false, 26..58),
+                (26, false, 58..122),
+                (58, false, 122..250),
+                (122, false, 250..506),
+            ]
         );
-        assert!(batches[6..].iter().all(|&(_, b)| b == MOST_FILES));
-        // 2,000 files in 13 fetches, not 2,000.
-        assert_eq!(batches.len() + 1, 13);
+        assert!(fetches[6..]
+            .iter()
+            .all(|(_, waited, f)| !waited && f.len() <= MOST_FILES));
+        // 2,000 files in 12 fetches, and the reader waited for one.
+        assert_eq!(fetches.len(), 12);
+        assert_eq!(fetches.iter().filter(|(_, waited, _)| *waited).count(), 1);
+        assert_eq!(fetches.last().unwrap().2.end, 2000);
     }
 
     #[test]
     fn a_file_opened_out_of_order_is_fetched_alone_and_starts_again() {
         let mut runs = Runs::default();
         copy(&mut runs, 0..30);
-        assert_eq!(runs.opened(b"day1", &name(500), Some(&name(501)), true), 0);
+        let step = runs.opened(b"day1", &name(500), Some(&name(501)), true);
+        assert_eq!(step, Step::default());
+        assert_eq!(runs.fetched_to(b"day1"), None, "the run is forgotten");
         assert_eq!(
             runs.opened(b"day1", &name(501), Some(&name(502)), true),
-            FIRST_BATCH
+            Step {
+                now: FIRST_BATCH,
+                ahead: 2 * FIRST_BATCH
+            }
         );
         // Another folder keeps its own order.
-        assert_eq!(runs.opened(b"day2", &name(501), Some(&name(502)), true), 0);
-        assert_eq!(runs.opened(b"day2", &name(502), None, true), FIRST_BATCH);
+        let alone = runs.opened(b"day2", &name(501), Some(&name(502)), true);
+        assert_eq!(alone, Step::default());
+        assert_eq!(
+            runs.opened(b"day2", &name(502), None, true).now,
+            FIRST_BATCH
+        );
         // The last file of a folder: nothing is expected after it.
-        assert_eq!(runs.opened(b"day2", &name(503), None, true), 0);
+        assert_eq!(
+            runs.opened(b"day2", &name(503), None, true),
+            Step::default()
+        );
     }
 
     #[test]
-    fn a_file_whose_data_is_here_fetches_nothing_but_keeps_the_order() {
+    fn a_file_whose_data_is_here_fetches_nothing_before_the_batch_ahead() {
         let mut runs = Runs::default();
         runs.opened(b"d", &name(0), Some(&name(1)), true);
-        assert_eq!(runs.opened(b"d", &name(1), Some(&name(2)), false), 0);
-        assert_eq!(
-            runs.opened(b"d", &name(2), Some(&name(3)), true),
-            FIRST_BATCH
-        );
+        runs.opened(b"d", &name(1), Some(&name(2)), true);
+        runs.fetched(b"d", Some(&name(10)), &name(25));
+        for i in 2..10 {
+            let step = runs.opened(b"d", &name(i), Some(&name(i + 1)), false);
+            assert_eq!(step, Step::default(), "{i}");
+        }
+        // Reaching the batch fetched ahead starts the next.
+        let step = runs.opened(b"d", &name(10), Some(&name(11)), false);
+        assert_eq!(step, Step { now: 0, ahead: 32 });
+        // A fetch ahead that failed: the file is missing, fetched now.
+        runs.fetched(b"d", Some(&name(26)), &name(57));
+        let step = runs.opened(b"d", &name(11), Some(&name(12)), true);
+        assert_eq!(step.now, 64);
     }
 
     #[test]

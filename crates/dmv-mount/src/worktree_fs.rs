@@ -9,14 +9,14 @@
 //! deleting or renaming it changes only the dirstate (`dmv rm --cached`,
 //! `dmv mv`), so nothing is fetched for that.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::{CString, OsStr};
 use std::fs::File;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use dmv_repo::store::object::EntryKind;
@@ -30,7 +30,7 @@ use fuser::{
 };
 
 use crate::fs::DIRECT_FROM;
-use crate::prefetch::{self, Runs};
+use crate::prefetch::{self, Runs, Step};
 use crate::read_cache::ReadCache;
 use crate::reading::{OpenFile, Reader};
 use crate::status::Live;
@@ -115,6 +115,8 @@ pub struct WorktreeFs {
     lock_rule: Mutex<LockRule>,
     /// Which folders are being read in order, to fetch ahead in.
     runs: Mutex<Runs>,
+    /// The versions being fetched ahead, and the signal that a fetch ahead ended.
+    ahead: Arc<(Mutex<Ahead>, Condvar)>,
     /// The kernel maps files read with direct I/O (Linux 6.6).
     direct: AtomicBool,
     /// What `dmv mount --status` shows; its `passthrough` says whether the
@@ -131,6 +133,51 @@ pub struct WorktreeFs {
     owner: (u32, u32),
     report: Arc<dyn Fn(&str) + Send + Sync>,
 }
+
+/// What threads fetching ahead are bringing.
+#[derive(Default)]
+struct Ahead {
+    versions: HashSet<ObjectId>,
+    threads: usize,
+}
+
+/// What a fetch for a reader notes: the bytes it brought, each version
+/// as read (for the budget), or why it failed.
+struct Noting {
+    live: Arc<Live>,
+    cache: Arc<Mutex<ReadCache>>,
+    report: Arc<dyn Fn(&str) + Send + Sync>,
+}
+
+impl Noting {
+    /// Notes what a fetch of `path` (of `size` bytes, 0 when it was not
+    /// fetched itself) and `along` brought, or reports why it failed.
+    fn fetched<T, E: std::fmt::Display>(
+        &self,
+        path: &[u8],
+        size: u64,
+        along: &[(RelPath, AbsentFile)],
+        result: Result<T, E>,
+    ) {
+        match result {
+            Ok(_) => {
+                let bytes = along.iter().map(|(_, f)| f.size).sum::<u64>() + size;
+                self.live.fetched.fetch_add(bytes, Ordering::Relaxed);
+                let mut cache = lock(&self.cache);
+                for (_, f) in along {
+                    cache.read(f.id, f.size);
+                }
+            }
+            Err(e) => (self.report)(&format!(
+                "cannot fetch the files after {} ahead: {e}",
+                String::from_utf8_lossy(path)
+            )),
+        }
+    }
+}
+
+/// Threads fetching ahead at once (each one folder's next batch).
+const AHEAD_THREADS: usize = 2;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -179,6 +226,7 @@ impl WorktreeFs {
             live,
             lock_rule: Mutex::new(LockRule::default()),
             runs: Mutex::new(Runs::default()),
+            ahead: Arc::default(),
             direct: AtomicBool::new(false),
             backing: Mutex::new(HashMap::new()),
             open: Mutex::new(HashMap::new()),
@@ -320,25 +368,44 @@ impl WorktreeFs {
         std::fs::create_dir_all(self.disk(parent)).map_err(|e| errno(&e))
     }
 
-    /// Makes `name` in folder `parent` on disk with `make` (its folders
-    /// first), unless an absent file or folder is there; its attributes.
+    /// Runs `make` for `path`, and again after making its folders if one
+    /// was missing: an editor's save finds them there, and looking first
+    /// would cost it two system calls a request.
+    fn with_parents<T>(
+        &self,
+        path: &[u8],
+        mut make: impl FnMut() -> Result<T, Errno>,
+    ) -> Result<T, Errno> {
+        match make() {
+            Err(e) if e == Errno::ENOENT => {
+                self.make_parents(path)?;
+                make()
+            }
+            done => done,
+        }
+    }
+
+    /// Makes `name` in folder `parent` on disk with `make` (and its
+    /// folders, if missing), unless an absent file or folder is there; its
+    /// attributes.
     fn make_new(
         &self,
         parent: INodeNo,
         name: &OsStr,
-        make: impl FnOnce(&std::path::Path) -> std::io::Result<()>,
+        make: impl Fn(&std::path::Path) -> std::io::Result<()>,
     ) -> Result<FileAttr, Errno> {
         let path = self.child_of(parent, name)?;
         if self.absent().any_at_or_under(&path) {
             return Err(Errno::EEXIST);
         }
-        self.make_parents(&path)?;
-        make(&self.disk(&path)).map_err(|e| errno(&e))?;
+        let disk = self.disk(&path);
+        self.with_parents(&path, || make(&disk).map_err(|e| errno(&e)))?;
         self.attr_of(&path)
     }
 
     fn is_absent_file(&self, path: &[u8]) -> bool {
-        self.disk(path).symlink_metadata().is_err() && self.absent().file(path).is_some()
+        // The dirstate first: it is in memory, and most files are not absent.
+        self.absent().file(path).is_some() && self.disk(path).symlink_metadata().is_err()
     }
 
     /// Folder `ino`'s entries as the kernel lists them: `.` and `..`, the
@@ -446,55 +513,125 @@ impl WorktreeFs {
 
     /// Fetches absent file `path` together with the absent files after it
     /// in its folder, in one request, when the folder is being read in
-    /// order (see [`Runs`]). Those are noted as read, so the budget counts
-    /// them. A failure only leaves each to be fetched as it is read.
+    /// order, and the batch after those on a thread of its own (see
+    /// [`Runs`]). Those are noted as read, so the budget counts them. A
+    /// file being fetched ahead is waited for. A failure only leaves each
+    /// to be fetched as it is read.
     fn fetch_along(&self, path: &[u8], file: &AbsentFile) {
-        let entry = |f: &AbsentFile| dmv_repo::FlatEntry {
-            kind: f.kind,
-            id: f.id,
-            size: f.size,
-        };
         // Only files read whole: of a large one (a film, a RAW) a reader
         // may want only the start, which its chunks alone bring.
         let missing = |f: &AbsentFile| {
-            f.size < DIRECT_FROM && self.repo.copies().is_absent(&entry(f)).unwrap_or(false)
+            f.size < DIRECT_FROM && self.repo.copies().is_absent(&f.entry()).unwrap_or(false)
         };
+        self.wait_ahead(&file.id);
         let (folder, name) = split(path);
-        let along: Vec<(RelPath, AbsentFile)> = {
+        let (now, ahead) = {
             let absent = self.absent();
             let mut after = absent.files_after(folder, name).peekable();
             let following = after.peek().map(|(p, _)| split(p).1.to_vec());
-            let batch = lock(&self.runs).opened(folder, name, following.as_deref(), missing(file));
-            if batch == 0 {
-                return;
-            }
+            let mut runs = lock(&self.runs);
+            let Step { now, ahead } =
+                runs.opened(folder, name, following.as_deref(), missing(file));
             let most = prefetch::most_bytes(lock(&self.cache).budget());
-            let mut bytes = file.size;
-            after
-                .filter(|(_, f)| missing(f))
-                .take(batch)
-                .take_while(|(_, f)| {
-                    bytes = bytes.saturating_add(f.size);
-                    bytes <= most
-                })
-                .map(|(p, f)| (p, *f))
-                .collect()
-        };
-        let versions = std::iter::once((path.to_vec(), entry(file)))
-            .chain(along.iter().map(|(p, f)| (p.clone(), entry(f))));
-        match dmv_sync::fetch_versions(self.repo, versions, &dmv_sync::Silent) {
-            Ok(_) => {
-                let bytes = along.iter().map(|(_, f)| f.size).sum::<u64>() + file.size;
-                self.live.fetched.fetch_add(bytes, Ordering::Relaxed);
-                let mut cache = lock(&self.cache);
-                for (_, f) in &along {
-                    cache.read(f.id, f.size);
+            let batch =
+                |files: &mut dyn Iterator<Item = (RelPath, &AbsentFile)>, count, mut bytes| {
+                    files
+                        .filter(|(_, f)| missing(f))
+                        .take(count)
+                        .take_while(|(_, f)| {
+                            bytes = u64::saturating_add(bytes, f.size);
+                            bytes <= most
+                        })
+                        .map(|(p, f)| (p, *f))
+                        .collect::<Vec<_>>()
+                };
+            let now = match now {
+                0 => None,
+                n => Some(batch(&mut after, n, file.size)),
+            };
+            let last = match &now {
+                Some(now) => Some(now.last().map_or(name, |(p, _)| split(p).1).to_vec()),
+                None => runs.fetched_to(folder).map(<[u8]>::to_vec),
+            };
+            let mut state = lock(&self.ahead.0);
+            let ahead = match (ahead, &last) {
+                (1.., Some(last)) if state.threads < AHEAD_THREADS => {
+                    let mut files = absent
+                        .files_after(folder, last)
+                        .filter(|(_, f)| !state.versions.contains(&f.id));
+                    batch(&mut files, ahead, 0)
                 }
+                _ => Vec::new(),
+            };
+            if let Some(last) = ahead.last().map(|(p, _)| split(p).1).or(last.as_deref()) {
+                let first = ahead.first().map(|(p, _)| split(p).1);
+                runs.fetched(folder, first, last);
             }
-            Err(e) => (self.report)(&format!(
-                "cannot fetch the files after {} ahead: {e}",
-                String::from_utf8_lossy(path)
-            )),
+            if !ahead.is_empty() {
+                state.threads += 1;
+                state.versions.extend(ahead.iter().map(|(_, f)| f.id));
+            }
+            (now, ahead)
+        };
+        if let Some(along) = now {
+            let versions = std::iter::once((path.to_vec(), file.entry()))
+                .chain(along.iter().map(|(p, f)| (p.clone(), f.entry())));
+            let fetched = dmv_sync::fetch_versions(self.repo, versions, &dmv_sync::Silent);
+            self.noting().fetched(path, file.size, &along, fetched);
+        }
+        if !ahead.is_empty() {
+            self.start_ahead(path, ahead);
+        }
+    }
+
+    /// What a fetch for the reader of `path` needs to note what it brought.
+    fn noting(&self) -> Noting {
+        Noting {
+            live: self.live.clone(),
+            cache: self.cache.clone(),
+            report: self.report.clone(),
+        }
+    }
+
+    /// Fetches `files` (the batch after `path`) on a thread of its own;
+    /// their versions were noted as being fetched ahead by the caller, and
+    /// are let go when it ends, however it ends.
+    fn start_ahead(&self, path: &[u8], files: Vec<(RelPath, AbsentFile)>) {
+        struct Done(Arc<(Mutex<Ahead>, Condvar)>, Vec<ObjectId>);
+        impl Drop for Done {
+            fn drop(&mut self) {
+                let mut state = lock(&self.0 .0);
+                state.threads -= 1;
+                for id in &self.1 {
+                    state.versions.remove(id);
+                }
+                self.0 .1.notify_all();
+            }
+        }
+        let done = Done(
+            self.ahead.clone(),
+            files.iter().map(|(_, f)| f.id).collect(),
+        );
+        let (repo, noting, path) = (self.repo, self.noting(), path.to_vec());
+        let started = std::thread::Builder::new()
+            .name("dmv-mount-ahead".into())
+            .spawn(move || {
+                let versions = files.iter().map(|(p, f)| (p.clone(), f.entry()));
+                let fetched = dmv_sync::fetch_versions(repo, versions, &dmv_sync::Silent);
+                noting.fetched(&path, 0, &files, fetched);
+                drop(done);
+            });
+        if let Err(e) = started {
+            (self.report)(&format!("cannot fetch ahead: {e}"));
+        }
+    }
+
+    /// Waits while a thread fetching ahead is bringing version `id`.
+    fn wait_ahead(&self, id: &ObjectId) {
+        let (state, ended) = &*self.ahead;
+        let mut state = lock(state);
+        while state.versions.contains(id) {
+            state = ended.wait(state).unwrap_or_else(|e| e.into_inner());
         }
     }
 
@@ -816,13 +953,22 @@ impl Filesystem for WorktreeFs {
             if flags.contains(RenameFlags::RENAME_EXCHANGE) {
                 return Err(Errno::EINVAL);
             }
-            let target_there =
-                self.disk(&to).symlink_metadata().is_ok() || self.absent().any_at_or_under(&to);
+            // One look at the dirstate for the whole rename.
+            let (to_absent, holds_absent, from_absent_file) = {
+                let absent = self.absent();
+                let from_file = absent.file(&from).is_some();
+                (
+                    absent.any_at_or_under(&to),
+                    absent.any_at_or_under(&from),
+                    from_file,
+                )
+            };
+            let target_there = to_absent || self.disk(&to).symlink_metadata().is_ok();
             if flags.contains(RenameFlags::RENAME_NOREPLACE) && target_there {
                 return Err(Errno::EEXIST);
             }
-            let holds_absent = self.absent().any_at_or_under(&from);
-            if holds_absent && self.is_absent_file(&from) && target_there {
+            let from_absent_file = from_absent_file && self.disk(&from).symlink_metadata().is_err();
+            if holds_absent && from_absent_file && target_there {
                 // Over another file: it is brought here, then renamed as on a disk.
                 self.bring(&from)?;
             } else if holds_absent {
@@ -837,8 +983,10 @@ impl Filesystem for WorktreeFs {
                 lock(&self.names).renamed(&from, &to);
                 return Ok(());
             }
-            self.make_parents(&to)?;
-            std::fs::rename(self.disk(&from), self.disk(&to)).map_err(|e| errno(&e))?;
+            let (disk_from, disk_to) = (self.disk(&from), self.disk(&to));
+            self.with_parents(&to, || {
+                std::fs::rename(&disk_from, &disk_to).map_err(|e| errno(&e))
+            })?;
             lock(&self.names).renamed(&from, &to);
             Ok(())
         })();
@@ -913,8 +1061,9 @@ impl Filesystem for WorktreeFs {
                 }
                 self.bring(&path)?;
             }
-            self.make_parents(&path)?;
-            let file = self.open_disk(&path, flags | libc::O_CREAT, Some(mode & !umask))?;
+            let file = self.with_parents(&path, || {
+                self.open_disk(&path, flags | libc::O_CREAT, Some(mode & !umask))
+            })?;
             let attr = self.attr_of(&path)?;
             let backing = self.backing_for(attr.ino.0, &file, |f| reply.open_backing(f));
             Ok((

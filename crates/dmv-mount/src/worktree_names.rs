@@ -28,6 +28,17 @@ pub struct AbsentFile {
     pub kind: EntryKind,
 }
 
+impl AbsentFile {
+    /// Its entry, as a fetch of its data takes it.
+    pub fn entry(&self) -> dmv_repo::FlatEntry {
+        dmv_repo::FlatEntry {
+            kind: self.kind,
+            id: self.id,
+            size: self.size,
+        }
+    }
+}
+
 /// The absent files, and the folders they imply (each with its children's names).
 #[derive(Default)]
 pub struct Absent {
