@@ -9,6 +9,7 @@
 //! confirm theirs; never a version open now, nor one the working tree no
 //! longer shows absent (brought in, changed).
 
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -22,8 +23,14 @@ const DOWN_TO_PERCENT: u64 = 80;
 
 pub struct ReadCache {
     file: PathBuf,
-    /// Least recently read first.
-    order: Vec<(ObjectId, u64)>,
+    /// Each version's last read (a count) and size. A list scanned on
+    /// every read made a copy of 10,000 photos out of a mount quadratic.
+    reads: HashMap<ObjectId, (u64, u64)>,
+    /// The versions by their last read, least recent first.
+    order: BTreeMap<u64, ObjectId>,
+    next_read: u64,
+    /// The sizes of the versions listed, summed.
+    held: u64,
     lines: usize,
     budget: Option<u64>,
 }
@@ -38,7 +45,10 @@ impl ReadCache {
         let text = std::fs::read_to_string(&file).unwrap_or_default();
         let mut cache = ReadCache {
             file,
-            order: Vec::new(),
+            reads: HashMap::new(),
+            order: BTreeMap::new(),
+            next_read: 0,
+            held: 0,
             lines: 0,
             budget,
         };
@@ -57,11 +67,28 @@ impl ReadCache {
     }
 
     fn note(&mut self, id: ObjectId, size: u64) {
-        self.order.retain(|(i, _)| *i != id);
-        self.order.push((id, size));
+        self.remove(&id);
+        self.reads.insert(id, (self.next_read, size));
+        self.order.insert(self.next_read, id);
+        self.next_read += 1;
+        self.held += size;
         if self.order.len() > MOST_REMEMBERED {
-            self.order.remove(0);
+            if let Some((_, oldest)) = self.order.pop_first() {
+                self.remove(&oldest);
+            }
         }
+    }
+
+    fn remove(&mut self, id: &ObjectId) {
+        if let Some((read, size)) = self.reads.remove(id) {
+            self.order.remove(&read);
+            self.held -= size;
+        }
+    }
+
+    /// The versions listed, least recently read first, with their sizes.
+    fn in_order(&self) -> impl Iterator<Item = (&ObjectId, u64)> {
+        self.order.values().map(|id| (id, self.reads[id].1))
     }
 
     /// `mount.cacheSize`, if set.
@@ -88,14 +115,15 @@ impl ReadCache {
 
     /// These versions are no longer here (dropped) or no longer absent.
     pub fn forget(&mut self, ids: &[ObjectId]) {
-        self.order.retain(|(i, _)| !ids.contains(i));
+        for id in ids {
+            self.remove(id);
+        }
         self.rewrite();
     }
 
     fn rewrite(&mut self) {
         let text: String = self
-            .order
-            .iter()
+            .in_order()
             .map(|(id, size)| format!("{} {size}\n", id.to_hex()))
             .collect();
         let tmp = self.file.with_extension("tmp");
@@ -106,7 +134,7 @@ impl ReadCache {
 
     /// Bytes the reads listed hold, each version at its full size.
     pub fn held(&self) -> u64 {
-        self.order.iter().map(|(_, s)| s).sum()
+        self.held
     }
 
     /// The least recently read versions to drop to come back within the
@@ -121,7 +149,7 @@ impl ReadCache {
         }
         let target = budget / 100 * DOWN_TO_PERCENT;
         let mut going = Vec::new();
-        for (id, size) in &self.order {
+        for (id, size) in self.in_order() {
             if held <= target {
                 break;
             }
@@ -168,7 +196,7 @@ mod tests {
             "{text}"
         );
         let back = ReadCache::from_file(cache.file.clone(), None);
-        assert_eq!(back.order, cache.order);
+        assert!(back.in_order().eq(cache.in_order()));
         assert!(
             back.past_budget(|_| false).is_empty(),
             "no budget, nothing goes"
