@@ -38,6 +38,10 @@ const BUFFERS: usize = 4;
 
 /// A `BLOCK`-sized window of a vector, starting at an `ALIGN`ed address.
 struct AlignedBuf {
+    /// Its capacity is reserved up front, so it never moves; its length is
+    /// how far it was ever written (at least `start + len`). Zeroed whole
+    /// when made, 1 MiB of page faults went into every pack, the one
+    /// a `get` of a 1 KiB file writes included.
     storage: Vec<u8>,
     start: usize,
     len: usize,
@@ -45,12 +49,22 @@ struct AlignedBuf {
 
 impl AlignedBuf {
     fn new() -> AlignedBuf {
-        let storage = vec![0u8; BLOCK + ALIGN];
+        let mut storage = Vec::with_capacity(BLOCK + ALIGN);
         let start = (ALIGN - storage.as_ptr() as usize % ALIGN) % ALIGN;
+        storage.resize(start, 0);
         AlignedBuf {
             storage,
             start,
             len: 0,
+        }
+    }
+
+    /// Makes `storage[..end]` initialised, zeroing what never was; within
+    /// the reserved capacity, so the address stays aligned.
+    fn initialise_to(&mut self, end: usize) {
+        debug_assert!(end <= self.storage.capacity());
+        if self.storage.len() < end {
+            self.storage.resize(end, 0);
         }
     }
 
@@ -62,7 +76,10 @@ impl AlignedBuf {
     fn fill(&mut self, bytes: &[u8]) -> usize {
         let n = bytes.len().min(BLOCK - self.len);
         let at = self.start + self.len;
-        self.storage[at..at + n].copy_from_slice(&bytes[..n]);
+        // Written before: copied over; beyond: appended, never zeroed first.
+        let over = self.storage.len().clamp(at, at + n) - at;
+        self.storage[at..at + over].copy_from_slice(&bytes[..over]);
+        self.storage.extend_from_slice(&bytes[over..n]);
         self.len += n;
         n
     }
@@ -76,6 +93,7 @@ impl AlignedBuf {
     fn padded(&mut self) -> &[u8] {
         let padded_len = self.len.next_multiple_of(ALIGN);
         let at = self.start + self.len;
+        self.initialise_to(self.start + padded_len);
         self.storage[at..self.start + padded_len].fill(0);
         &self.storage[self.start..self.start + padded_len]
     }
@@ -391,6 +409,21 @@ mod tests {
             let data: Vec<u8> = (0..len).map(|i| (i * 31 % 251) as u8).collect();
             write_in_pieces(&[data]);
         }
+    }
+
+    /// A pack of one small object touches one block of its buffer, not
+    /// the whole 1 MiB (zeroed up front, that was 256 page faults a pack).
+    #[test]
+    fn a_small_write_initialises_only_the_block_it_pads_to() {
+        let mut buf = AlignedBuf::new();
+        buf.fill(&[7; 1000]);
+        assert_eq!(buf.storage.len(), buf.start + 1000);
+        let padded = buf.padded();
+        assert_eq!(padded.len(), ALIGN);
+        assert!(padded[..1000].iter().all(|b| *b == 7));
+        assert!(padded[1000..].iter().all(|b| *b == 0));
+        assert_eq!(buf.storage.len(), buf.start + ALIGN);
+        assert_eq!((buf.storage.as_ptr() as usize + buf.start) % ALIGN, 0);
     }
 
     #[test]
