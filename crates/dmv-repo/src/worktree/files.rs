@@ -64,11 +64,7 @@ impl Worktree<'_> {
         dirs_made: &mut HashSet<PathBuf>,
     ) -> RepoResult<Metadata> {
         let path = self.abs_path(rel);
-        let parent = path.parent().unwrap_or(&self.root).to_path_buf();
-        if !dirs_made.contains(&parent) {
-            self.make_parent_dirs(rel)?;
-            dirs_made.insert(parent.clone());
-        }
+        let parent = self.parent_made(rel, &path, dirs_made)?;
         // Unique per call: checkout writes from several threads at once.
         static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
         let tmp = parent.join(format!(
@@ -201,6 +197,22 @@ impl Worktree<'_> {
         Ok(parent)
     }
 
+    /// The folder `path` (of `rel`) goes in, made and checked unless
+    /// `dirs_made` says it was already.
+    fn parent_made(
+        &self,
+        rel: &[u8],
+        path: &Path,
+        dirs_made: &mut HashSet<PathBuf>,
+    ) -> RepoResult<PathBuf> {
+        let parent = path.parent().unwrap_or(&self.root).to_path_buf();
+        if !dirs_made.contains(&parent) {
+            self.make_parent_dirs(rel)?;
+            dirs_made.insert(parent.clone());
+        }
+        Ok(parent)
+    }
+
     /// `write_entry` into an empty working tree: the file is created under
     /// its own name, as git does. The temporary name, the rename and the
     /// checks of what is in the way are most of the system calls of checking
@@ -215,12 +227,7 @@ impl Worktree<'_> {
         dirs_made: &mut HashSet<PathBuf>,
     ) -> RepoResult<Metadata> {
         let path = self.abs_path(rel);
-        if let Some(parent) = path.parent() {
-            if !dirs_made.contains(parent) {
-                self.make_parent_dirs(rel)?;
-                dirs_made.insert(parent.to_path_buf());
-            }
-        }
+        self.parent_made(rel, &path, dirs_made)?;
         if e.kind == EntryKind::Symlink {
             let target = self.store.read_kind(&e.id, ObjectKind::Chunk)?;
             return match make_symlink(&target, &path) {
