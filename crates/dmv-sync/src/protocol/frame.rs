@@ -189,14 +189,25 @@ impl<R: Read> FrameReader<R> {
                 limit,
             }));
         }
-        let mut body = Vec::with_capacity(len.min(READ_STEP));
-        body.push(frame_type[0]);
-        while body.len() < len {
-            let at = body.len();
-            body.resize(at + (len - at).min(READ_STEP), 0);
-            self.input.read_exact(&mut body[at..]).map_err(ended)?;
-        }
-        let frame = parse_frame(body)?;
+        // The type byte and an object's header are read apart from the
+        // payload, so the payload lands in its own Vec and is never moved
+        // down over them (a clone of 1 GiB moved every byte once more).
+        let body_len = len - 1;
+        let frame = if frame_type[0] == TYPE_OBJECT {
+            if body_len < OBJECT_HEADER_LEN {
+                return Err(malformed("object"));
+            }
+            let mut head = [0u8; OBJECT_HEADER_LEN];
+            self.input.read_exact(&mut head).map_err(ended)?;
+            let payload =
+                read_body(&mut self.input, body_len - OBJECT_HEADER_LEN).map_err(ended)?;
+            parse_object(&head, payload)?
+        } else {
+            parse_frame(
+                frame_type[0],
+                read_body(&mut self.input, body_len).map_err(ended)?,
+            )?
+        };
         self.at_end = matches!(frame, Frame::End);
         Ok(Some(frame))
     }
@@ -211,47 +222,56 @@ impl<R: Read> FrameReader<R> {
     }
 }
 
-fn parse_frame(mut body: Vec<u8>) -> SyncResult<Frame> {
-    let bad = |frame: &'static str| SyncError::Protocol(Violation::MalformedFrame { frame });
-    let frame_type = body[0];
+/// `len` bytes of a frame's body, read [`READ_STEP`] at a time so a length
+/// a peer declares but does not send never sizes a buffer.
+fn read_body(input: &mut impl Read, len: usize) -> io::Result<Vec<u8>> {
+    let mut body = Vec::with_capacity(len.min(READ_STEP));
+    while body.len() < len {
+        let at = body.len();
+        body.resize(at + (len - at).min(READ_STEP), 0);
+        input.read_exact(&mut body[at..])?;
+    }
+    Ok(body)
+}
+
+fn malformed(frame: &'static str) -> SyncError {
+    SyncError::Protocol(Violation::MalformedFrame { frame })
+}
+
+/// An object frame from its header (kind, compression, raw length, id) and
+/// its payload.
+fn parse_object(head: &[u8; OBJECT_HEADER_LEN], payload: Vec<u8>) -> SyncResult<Frame> {
+    let kind = ObjectKind::from_u8(head[0]).ok_or_else(|| malformed("object"))?;
+    let compression = head[1];
+    let raw_len = u32::from_le_bytes([head[2], head[3], head[4], head[5]]);
+    let id = ObjectId::from_slice(&head[6..38]).ok_or_else(|| malformed("object"))?;
+    check_declared_len("object", &id, raw_len)?;
+    Ok(Frame::Object(StoredObject {
+        id,
+        kind,
+        compression,
+        raw_len,
+        payload,
+    }))
+}
+
+/// Any frame but an object's, from its type and its body.
+fn parse_frame(frame_type: u8, body: Vec<u8>) -> SyncResult<Frame> {
+    let bad = malformed;
     match frame_type {
-        TYPE_MESSAGE => {
-            body.remove(0);
-            Ok(Frame::Message(body))
-        }
-        TYPE_OBJECT => {
-            if body.len() < 1 + OBJECT_HEADER_LEN {
-                return Err(bad("object"));
-            }
-            let kind = ObjectKind::from_u8(body[1]).ok_or_else(|| bad("object"))?;
-            let compression = body[2];
-            let raw_len = u32::from_le_bytes(body[3..7].try_into().map_err(|_| bad("object"))?);
-            let id = ObjectId::from_slice(&body[7..39]).ok_or_else(|| bad("object"))?;
-            check_declared_len("object", &id, raw_len)?;
-            body.drain(..1 + OBJECT_HEADER_LEN);
-            Ok(Frame::Object(StoredObject {
-                id,
-                kind,
-                compression,
-                raw_len,
-                payload: body,
-            }))
-        }
+        TYPE_MESSAGE => Ok(Frame::Message(body)),
         TYPE_CHUNK_STUB => {
-            if body.len() != 1 + 36 {
+            if body.len() != 36 {
                 return Err(bad("chunk stub"));
             }
-            let id = ObjectId::from_slice(&body[1..33]).ok_or_else(|| bad("chunk stub"))?;
+            let id = ObjectId::from_slice(&body[..32]).ok_or_else(|| bad("chunk stub"))?;
             let raw_len =
-                u32::from_le_bytes(body[33..37].try_into().map_err(|_| bad("chunk stub"))?);
+                u32::from_le_bytes(body[32..36].try_into().map_err(|_| bad("chunk stub"))?);
             check_declared_len("chunk", &id, raw_len)?;
             Ok(Frame::ChunkStub { id, raw_len })
         }
-        TYPE_END if body.len() == 1 => Ok(Frame::End),
-        TYPE_LOCATIONS => {
-            body.remove(0);
-            Ok(Frame::Locations(body))
-        }
+        TYPE_END if body.is_empty() => Ok(Frame::End),
+        TYPE_LOCATIONS => Ok(Frame::Locations(body)),
         other => Err(SyncError::Protocol(Violation::UnknownFrame {
             frame_type: other,
         })),
