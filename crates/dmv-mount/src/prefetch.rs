@@ -102,12 +102,31 @@ impl Runs {
         }
     }
 
-    /// Notes what was fetched for `folder`: up to `last`, the batch ahead
-    /// (if any) from `ahead_from`.
-    pub fn fetched(&mut self, folder: &[u8], ahead_from: Option<&[u8]>, last: &[u8]) {
-        if let Some(run) = self.folders.get_mut(folder) {
-            run.ahead_from = ahead_from.map(<[u8]>::to_vec);
-            run.fetched_to = Some(last.to_vec());
+    /// Notes what was fetched for `folder` as a file of it was opened:
+    /// the batch fetched now, up to `now_last`, and the batch fetched
+    /// ahead, its first and last file. With neither, nothing changes: the
+    /// batch ahead last stays the one whose first file starts the next
+    /// (forgetting it at every open of a file already here made each
+    /// batch after the first one the reader waited for).
+    pub fn fetched(
+        &mut self,
+        folder: &[u8],
+        now_last: Option<&[u8]>,
+        ahead: Option<(&[u8], &[u8])>,
+    ) {
+        let Some(run) = self.folders.get_mut(folder) else {
+            return;
+        };
+        match (now_last, ahead) {
+            (_, Some((first, last))) => {
+                run.ahead_from = Some(first.to_vec());
+                run.fetched_to = Some(last.to_vec());
+            }
+            (Some(last), None) => {
+                run.ahead_from = None;
+                run.fetched_to = Some(last.to_vec());
+            }
+            (None, None) => {}
         }
     }
 
@@ -150,6 +169,7 @@ mod tests {
                 fetches.push((i, true, i..to + 1));
                 last = Some(to);
             }
+            let mut ahead = None;
             if step.ahead > 0 {
                 let after = last.unwrap_or_else(|| {
                     let to = runs.fetched_to(b"day1").unwrap();
@@ -159,13 +179,15 @@ mod tests {
                 if from <= to {
                     brought[from..=to].iter_mut().for_each(|b| *b = true);
                     fetches.push((i, false, from..to + 1));
-                    runs.fetched(b"day1", Some(&name(from)), &name(to));
-                } else {
-                    runs.fetched(b"day1", None, &name(after));
+                    ahead = Some((name(from), name(to)));
                 }
-            } else if let Some(to) = last {
-                runs.fetched(b"day1", None, &name(to));
             }
+            // As the mount does at every open, whether or not anything was fetched.
+            runs.fetched(
+                b"day1",
+                last.map(name).as_deref(),
+                ahead.as_ref().map(|(f, l)| (&f[..], &l[..])),
+            );
         }
         fetches
     }
@@ -230,7 +252,7 @@ mod tests {
         let mut runs = Runs::default();
         runs.opened(b"d", &name(0), Some(&name(1)), true);
         runs.opened(b"d", &name(1), Some(&name(2)), true);
-        runs.fetched(b"d", Some(&name(10)), &name(25));
+        runs.fetched(b"d", Some(&name(9)), Some((&name(10), &name(25))));
         for i in 2..10 {
             let step = runs.opened(b"d", &name(i), Some(&name(i + 1)), false);
             assert_eq!(step, Step::default(), "{i}");
@@ -239,7 +261,7 @@ mod tests {
         let step = runs.opened(b"d", &name(10), Some(&name(11)), false);
         assert_eq!(step, Step { now: 0, ahead: 32 });
         // A fetch ahead that failed: the file is missing, fetched now.
-        runs.fetched(b"d", Some(&name(26)), &name(57));
+        runs.fetched(b"d", None, Some((&name(26), &name(57))));
         let step = runs.opened(b"d", &name(11), Some(&name(12)), true);
         assert_eq!(step.now, 64);
     }

@@ -563,10 +563,14 @@ impl WorktreeFs {
                 }
                 _ => Vec::new(),
             };
-            if let Some(last) = ahead.last().map(|(p, _)| split(p).1).or(last.as_deref()) {
-                let first = ahead.first().map(|(p, _)| split(p).1);
-                runs.fetched(folder, first, last);
-            }
+            let now_last = now
+                .as_ref()
+                .map(|now| now.last().map_or(name, |(p, _)| split(p).1));
+            let ahead_span = ahead
+                .first()
+                .zip(ahead.last())
+                .map(|((first, _), (last, _))| (split(first).1, split(last).1));
+            runs.fetched(folder, now_last, ahead_span);
             if !ahead.is_empty() {
                 state.threads += 1;
                 state.versions.extend(ahead.iter().map(|(_, f)| f.id));
