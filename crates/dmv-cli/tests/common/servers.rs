@@ -163,19 +163,11 @@ impl HttpServer {
             .next()
             .and_then(|p| p.trim().parse().ok())
             .unwrap_or_else(|| panic!("unexpected first line: {first}"));
-        // Keep draining stderr so the server never blocks on it.
-        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let kept = log.clone();
-        std::thread::spawn(move || {
-            lines
-                .map_while(Result::ok)
-                .for_each(|l| kept.lock().unwrap().push(l))
-        });
         HttpServer {
             child,
             port,
             config: config.to_path_buf(),
-            log,
+            log: keep_lines(lines),
         }
     }
 
@@ -198,13 +190,12 @@ impl HttpServer {
             .next()
             .and_then(|p| p.trim().parse().ok())
             .unwrap_or_else(|| panic!("unexpected first line: {first}"));
-        std::thread::spawn(move || for _ in lines {});
         (
             HttpServer {
                 child,
                 port,
                 config: config.to_path_buf(),
-                log: Default::default(),
+                log: keep_lines(lines),
             },
             first,
         )
@@ -220,9 +211,35 @@ impl HttpServer {
     }
 }
 
+/// Drains the server's stderr on a thread of its own (so it never blocks
+/// on it), keeping the lines.
+fn keep_lines(
+    lines: std::io::Lines<BufReader<std::process::ChildStderr>>,
+) -> std::sync::Arc<std::sync::Mutex<Vec<String>>> {
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = log.clone();
+    std::thread::spawn(move || {
+        lines
+            .map_while(Result::ok)
+            .for_each(|l| kept.lock().unwrap_or_else(|e| e.into_inner()).push(l))
+    });
+    log
+}
+
+/// Lines of a server's stderr shown when a test fails.
+const LINES_SHOWN: usize = 200;
+
 impl Drop for HttpServer {
+    /// When the test failed, shows what the server said last: a connection
+    /// cut mid-answer is otherwise a client's "unexpected EOF" with no cause.
     fn drop(&mut self) {
         self.kill();
+        if std::thread::panicking() {
+            let log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+            for line in &log[log.len().saturating_sub(LINES_SHOWN)..] {
+                eprintln!("dmv serve on port {}: {line}", self.port);
+            }
+        }
     }
 }
 
