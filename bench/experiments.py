@@ -1823,6 +1823,8 @@ def _partial_http(ctx, dmv, skips, pt, experiment, param, remote_path, got, data
             if out.ok:
                 step(dmv, "get_http", [dmv.cmd(pt, "get", got, cwd=meta, env=env)], os.path.join(meta, ".dmv"),
                      server=srv, check=_verify_got(os.path.join(meta, got), source_file))
+            if out.ok and os.path.dirname(got):
+                _partial_small_reads(step, pt, dmv, meta, got, env, rec.env, srv, later)
     except servers.ServerError as e:
         rec.note("dmv", experiment, param, "http", "fail", str(e))
     finally:
@@ -1852,6 +1854,36 @@ def _partial_http(ctx, dmv, skips, pt, experiment, param, remote_path, got, data
         static.kill()
         static.wait()
         _remove([copy], later)
+
+
+def _partial_small_reads(step, pt, dmv, meta, got, env, base_env, srv, later):
+    """Issue 73's other small reads, in the meta clone after the get, each of another absent file of `got`'s
+    folder (the next two by name): `cat_http`, `dmv cat HEAD:FILE > COPY`; `mount_read_http`, the first read
+    of a file through `dmv mount --worktree` of the meta clone (mounted in the background before, untimed,
+    unmounted after), `cat MNT/FILE > COPY`. Each copy is compared with the source (untimed)."""
+    folder = os.path.dirname(got)
+    names = sorted(os.listdir(os.path.join(pt.work, folder)))
+    if len(names) < 3:
+        return
+    cat_file, mount_file = (os.path.join(folder, n) for n in names[1:3])
+    copy = os.path.join(pt.root, "copy-cat")
+    step(dmv, "cat_http", [Cmd(["sh", "-c", "exec %s cat HEAD:%s > %s" % (
+        shlex.quote(dmv.path), shlex.quote(cat_file), shlex.quote(copy))], cwd=meta, env=env)],
+         None, server=srv, check=_verify_got(copy, os.path.join(pt.work, cat_file)))
+    mnt, copy2 = os.path.join(pt.root, "mnt-meta"), os.path.join(pt.root, "copy-mount")
+    os.makedirs(mnt, exist_ok=True)
+    run_env = dict(base_env, **env)
+    mounted = subprocess.run([dmv.path, "mount", "--worktree", "--background", mnt], cwd=meta, env=run_env,
+                             capture_output=True, timeout=120)
+    try:
+        if mounted.returncode == 0:
+            step(dmv, "mount_read_http", [Cmd(["sh", "-c", "exec cat %s > %s" % (
+                shlex.quote(os.path.join(mnt, mount_file)), shlex.quote(copy2))], cwd=pt.root)],
+                 None, server=srv, check=_verify_got(copy2, os.path.join(pt.work, mount_file)))
+    finally:
+        if mounted.returncode == 0:
+            subprocess.run([dmv.path, "umount", mnt], cwd=meta, env=run_env, capture_output=True, timeout=120)
+        _remove([copy, copy2], later)
 
 
 # ---------------------------------------------------------------- web UI (experiment `web`)

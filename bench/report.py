@@ -661,6 +661,9 @@ PARTIAL_OPS = [
         ("cp", "copy_http", "curl -o COPY from python3 -m http.server"),
         ("cp", "copy_http_sync", "curl -o COPY; sync COPY"),
         ("cp", "copy_http_null", "curl -o /dev/null from the same")]),
+    ("cat_http", "`dmv cat HEAD:FILE > COPY` of another absent file over HTTP (from the meta clone)", []),
+    ("mount_read_http", "first read of a third absent file through `dmv mount --worktree` of the meta clone: "
+     "`cat MNT/FILE > COPY`", []),
 ]
 
 
@@ -673,7 +676,7 @@ def _received(rec):
 
 
 # steps of the many-files points only, and peer steps older runs lack: a row only where they were recorded
-PARTIAL_FILES_ONLY = {"status_first", "status", "clone_sparse_ssh"}
+PARTIAL_FILES_ONLY = {"status_first", "status", "clone_sparse_ssh", "cat_http", "mount_read_http"}
 
 
 def _partial_tries(ix, tool, exp, p, prefix):
@@ -875,15 +878,18 @@ def partial_targets(ix):
             out.append("| get of one 1 GiB file over %s within %.1f× of copying its bytes over the same transport "
                        "(dmv time / copy time ≤ %.1f) | %s%s | %s |" % (
                            label, PARTIAL_TARGET_GET, PARTIAL_TARGET_GET, measured, at, met))
-    if n is not None:
-        dv, _ = cell(ix.get("dmv", "partial-files", n, "get_http"), "time")
+    for step, what in (("get_http", "get of one 1 KiB file"), ("cat_http", "`dmv cat` of one absent 1 KiB file"),
+                       ("mount_read_http", "first read of one absent 1 KiB file through `dmv mount --worktree`")):
+        if n is None or ix.get("dmv", "partial-files", n, step) is None:
+            continue
+        dv, _ = cell(ix.get("dmv", "partial-files", n, step), "time")
         cv, _ = cell(ix.get("cp", "partial-files", n, "copy_http"), "time")
         r = dv / cv if dv and cv else None
         at = "" if n == PARTIAL_TARGET_FILES else " (at %s files, not 100,000: indicative only)" % fmt_count(n)
         met = "—" if r is None or n != PARTIAL_TARGET_FILES else ("yes" if r <= PARTIAL_TARGET_SMALL_GET else "**no**")
-        out.append("| get of one 1 KiB file over HTTP from a meta clone of 100,000 files within %.0f× of `curl` of it "
-                   "into a file (issue 73; dmv time / curl time ≤ %.0f) | %s%s | %s |" % (
-                       PARTIAL_TARGET_SMALL_GET, PARTIAL_TARGET_SMALL_GET,
+        out.append("| %s over HTTP in a meta clone of 100,000 files within %.0f× of `curl` of it into a file "
+                   "(issue 73; dmv time / curl time ≤ %.0f) | %s%s | %s |" % (
+                       what, PARTIAL_TARGET_SMALL_GET, PARTIAL_TARGET_SMALL_GET,
                        ("dmv %s, curl %s: dmv/curl = %.2f" % (fmt_time(dv), fmt_time(cv), r)) if r else "—", at, met))
     for exp, pts, target, what in (("partial-bigfile", sizes, PARTIAL_TARGET_BIG, "one file of 1 GiB"),
                                    ("partial-files", counts, PARTIAL_TARGET_FILES, "100,000 files of 1 KiB")):
