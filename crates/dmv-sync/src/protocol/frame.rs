@@ -257,16 +257,18 @@ fn parse_object(head: &[u8; OBJECT_HEADER_LEN], payload: Vec<u8>) -> SyncResult<
 
 /// Any frame but an object's, from its type and its body.
 fn parse_frame(frame_type: u8, body: Vec<u8>) -> SyncResult<Frame> {
-    let bad = malformed;
     match frame_type {
         TYPE_MESSAGE => Ok(Frame::Message(body)),
         TYPE_CHUNK_STUB => {
             if body.len() != 36 {
-                return Err(bad("chunk stub"));
+                return Err(malformed("chunk stub"));
             }
-            let id = ObjectId::from_slice(&body[..32]).ok_or_else(|| bad("chunk stub"))?;
-            let raw_len =
-                u32::from_le_bytes(body[32..36].try_into().map_err(|_| bad("chunk stub"))?);
+            let id = ObjectId::from_slice(&body[..32]).ok_or_else(|| malformed("chunk stub"))?;
+            let raw_len = u32::from_le_bytes(
+                body[32..36]
+                    .try_into()
+                    .map_err(|_| malformed("chunk stub"))?,
+            );
             check_declared_len("chunk", &id, raw_len)?;
             Ok(Frame::ChunkStub { id, raw_len })
         }
