@@ -1362,6 +1362,98 @@ fn a_folder_read_in_order_brings_its_small_files_along_and_not_its_films() {
     m.unmount();
 }
 
+/// The pid of the mount serving replica `repo` (its `.dmv/mounts/PID.json`).
+fn mount_pid(repo: &Path) -> i32 {
+    std::fs::read_dir(repo.join(".dmv/mounts"))
+        .unwrap()
+        .filter_map(|e| {
+            e.unwrap()
+                .file_name()
+                .to_str()?
+                .strip_suffix(".json")?
+                .parse()
+                .ok()
+        })
+        .next()
+        .expect("a mount status file")
+}
+
+/// A small absent file opened through a worktree mount is in the
+/// kernel's page cache when the open returns: read with the mount process
+/// stopped, it reads whole and right (a `cp -r` of photos asks the mount
+/// three times a file instead of four). A file past that size still
+/// asks, and reads right once the mount goes on.
+#[test]
+fn a_small_absent_file_opened_through_a_worktree_mount_reads_with_the_mount_stopped() {
+    if lacks(&[Need::Fuse]) {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    std::fs::create_dir_all(src.join("photos")).unwrap();
+    dmv(&src, &["init"]);
+    let names = ["a.jpg", "b.jpg", "c.jpg"];
+    for (i, name) in names.iter().enumerate() {
+        write_noise(&src.join("photos").join(name), 60 << 10, 70 + i as u64);
+    }
+    write_noise(&src.join("photos/raw.dng"), 4 << 20, 79);
+    dmv(&src, &["add", "."]);
+    dmv(&src, &["commit", "-m", "photos"]);
+    let (_server, phone) = hub_and_meta_clone(t.path(), &src);
+    let m = Mounted::new(&phone, &t.path().join("mnt"), &["--worktree"]);
+    let pid = mount_pid(&phone);
+    // Read on a thread of its own, the mount stopped after the open: the
+    // bytes, or None if the read waited on the mount. The mount goes on
+    // before this returns.
+    let read_stopped = |rel: &str| {
+        let mut file = std::fs::File::open(m.path(rel)).unwrap();
+        // SAFETY: kill(2) on the mount process this test started.
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = tx.send(std::io::Read::read_to_end(&mut file, &mut bytes).map(|_| bytes));
+        });
+        let read = rx.recv_timeout(Duration::from_secs(5)).ok();
+        // SAFETY: as above.
+        unsafe { libc::kill(pid, libc::SIGCONT) };
+        reader.join().unwrap();
+        read.map(Result::unwrap)
+    };
+    // The kernel asks again for attributes older than a second (a slow
+    // machine between the open and the read): any one of three files
+    // read without the mount shows the pages were given.
+    let mut given = 0;
+    for name in names {
+        let rel = format!("photos/{name}");
+        match read_stopped(&rel) {
+            Some(bytes) => {
+                assert_eq!(bytes, std::fs::read(src.join(&rel)).unwrap(), "{rel}");
+                given += 1;
+            }
+            None => assert_eq!(
+                std::fs::read(m.path(&rel)).unwrap(),
+                std::fs::read(src.join(&rel)).unwrap()
+            ),
+        }
+    }
+    assert!(
+        given > 0,
+        "every small file's read waited on the stopped mount"
+    );
+    assert_eq!(
+        read_stopped("photos/raw.dng"),
+        None,
+        "a raw file is read as asked"
+    );
+    assert_eq!(
+        std::fs::read(m.path("photos/raw.dng")).unwrap(),
+        std::fs::read(src.join("photos/raw.dng")).unwrap()
+    );
+    m.unmount();
+    fsck_clean(&phone);
+}
+
 /// A folder read in order through a worktree mount has its next batch
 /// fetched ahead while the reader copies this one: once the second file
 /// is read, the eight after it are here and the sixteen after those come

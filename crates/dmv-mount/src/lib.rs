@@ -135,11 +135,11 @@ pub fn serve_worktree(
 mod linux {
     use std::path::Path;
     use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
+    use std::sync::{Arc, OnceLock};
     use std::time::Duration;
 
     use dmv_repo::Repository;
-    use fuser::{Config, MountOption, SessionACL};
+    use fuser::{Config, MountOption, Notifier, SessionACL};
 
     use crate::fs::MountedFs;
     use crate::names::Namespace;
@@ -175,7 +175,15 @@ mod linux {
             View::Commit(commit) => commit.to_hex(),
             View::Everything => "everything".into(),
         };
-        run(fs, dir, options, stop, mounted, (repo, &shows, &live))?;
+        run(
+            fs,
+            dir,
+            options,
+            stop,
+            mounted,
+            (repo, &shows, &live),
+            &OnceLock::new(),
+        )?;
         repo.tidy_store();
         Ok(Served {
             fetched: live.fetched.load(Ordering::Relaxed),
@@ -193,11 +201,13 @@ mod linux {
         let repo: &'static Repository = Box::leak(Box::new(repo));
         let live = Arc::new(Live::default());
         live.passthrough.store(passthrough, Ordering::Relaxed);
+        let kernel = Arc::new(OnceLock::new());
         let fs = WorktreeFs::new(
             repo,
             Reader::new(repo, live.fetched.clone()),
             live.clone(),
             report,
+            kernel.clone(),
         )?;
         // The kernel checks each file's mode, as the disk's own files are checked.
         let options = vec![MountOption::RW, MountOption::DefaultPermissions];
@@ -208,6 +218,7 @@ mod linux {
             stop,
             mounted,
             (repo, crate::mountinfo::WORKTREE, &live),
+            &kernel,
         )?;
         repo.tidy_store();
         Ok(Served {
@@ -218,7 +229,8 @@ mod linux {
     /// Mounts `fs` at `dir` with `options` and answers the kernel until
     /// the folder is unmounted or `stop` is set, saying how it goes in the
     /// replica's `.dmv/mounts/` once a second (`shown`: the replica, what
-    /// the folder shows, the mount's state).
+    /// the folder shows, the mount's state), and `kernel` the way to its
+    /// page cache once mounted.
     fn run(
         fs: impl fuser::Filesystem + 'static,
         dir: &Path,
@@ -226,6 +238,7 @@ mod linux {
         stop: &AtomicBool,
         mounted: impl FnOnce(),
         shown: (&Repository, &str, &Live),
+        kernel: &OnceLock<Notifier>,
     ) -> Result<(), MountError> {
         let (repo, shows, live) = shown;
         let since = std::time::SystemTime::now()
@@ -255,6 +268,7 @@ mod linux {
             dir: dir.to_path_buf(),
             source,
         })?;
+        let _ = kernel.set(session.notifier());
         // Said before the caller learns the folder is mounted: a command run
         // inside it right away finds the replica behind it.
         MountStatus::now(dir, shows, since, live).save(&repo.dmv);

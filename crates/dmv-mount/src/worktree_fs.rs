@@ -16,7 +16,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use dmv_repo::store::object::EntryKind;
@@ -24,9 +24,9 @@ use dmv_repo::store::ObjectId;
 use dmv_repo::Repository;
 use fuser::{
     BackingId, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
-    InitFlags, KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
-    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite,
-    Request, TimeOrNow, WriteFlags,
+    InitFlags, KernelConfig, LockOwner, Notifier, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate,
+    ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs,
+    ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
 
 use crate::fs::DIRECT_FROM;
@@ -39,6 +39,14 @@ use crate::worktree_names::{join, split, Absent, AbsentFile, Inodes, RelPath, RO
 /// How long the kernel may keep a name or its attributes: the working
 /// tree also changes outside the mount (a checkout, a `get`).
 const KEPT: Duration = Duration::from_secs(1);
+
+/// Absent versions up to this size are given to the kernel's page cache
+/// whole when opened (see `give_kernel`): what the kernel's first read
+/// of a file would ask for anyway (its read-ahead starts at 128 KiB).
+const GIVEN_UP_TO: u64 = 128 << 10;
+/// Versions remembered as given, at most (then forgotten all at once: a
+/// version given again only costs a copy).
+const MOST_GIVEN: usize = 100_000;
 
 /// How a working-tree file is opened: no flush at each close, as writes
 /// go straight to the file; where the mount reads it (no passthrough,
@@ -132,6 +140,11 @@ pub struct WorktreeFs {
     head_time: SystemTime,
     owner: (u32, u32),
     report: Arc<dyn Fn(&str) + Send + Sync>,
+    /// The way to the kernel's page cache, once the folder is mounted.
+    kernel: Arc<OnceLock<Notifier>>,
+    /// The absent versions given to the kernel's page cache at an open,
+    /// by inode: not given again while the kernel likely keeps them.
+    given: Mutex<HashSet<(u64, ObjectId)>>,
 }
 
 /// What threads fetching ahead are bringing.
@@ -204,6 +217,7 @@ impl WorktreeFs {
         reader: Reader,
         live: Arc<Live>,
         report: Box<dyn Fn(&str) + Send + Sync>,
+        kernel: Arc<OnceLock<Notifier>>,
     ) -> dmv_repo::RepoResult<WorktreeFs> {
         let head_time = match repo.head_commit()? {
             Some(id) => {
@@ -234,6 +248,8 @@ impl WorktreeFs {
             head_time,
             owner,
             report: Arc::from(report),
+            kernel,
+            given: Mutex::new(HashSet::new()),
         })
     }
 
@@ -630,6 +646,33 @@ impl WorktreeFs {
         }
     }
 
+    /// Gives the kernel's page cache the whole of small absent version
+    /// `file` (open as `open`) when its data is here, before the open is
+    /// answered: the reader then reads it without asking this process (a
+    /// `cp -r` of photos asked four times a file: lookup, open, read,
+    /// release). As a read with the pages kept would leave them; a failure
+    /// only leaves the reads to ask.
+    fn give_kernel(&self, ino: u64, file: &AbsentFile, open: &OpenFile) {
+        let Some(kernel) = self.kernel.get() else {
+            return;
+        };
+        if self.repo.copies().is_absent(&file.entry()).unwrap_or(true)
+            || !lock(&self.given).insert((ino, file.id))
+        {
+            return;
+        }
+        let given = self
+            .reader
+            .read(open, 0, file.size as u32)
+            .is_ok_and(|bytes| kernel.store(INodeNo(ino), 0, bytes.as_slice()).is_ok());
+        let mut versions = lock(&self.given);
+        if !given {
+            versions.remove(&(ino, file.id));
+        } else if versions.len() > MOST_GIVEN {
+            versions.clear();
+        }
+    }
+
     /// Waits while a thread fetching ahead is bringing version `id`.
     fn wait_ahead(&self, id: &ObjectId) {
         let (state, ended) = &*self.ahead;
@@ -1015,6 +1058,9 @@ impl Filesystem for WorktreeFs {
                             .open(f.id, f.size, String::from_utf8_lossy(&path).into_owned())
                             .map_err(|e| self.failed("open", &path, &e))?;
                         self.opened_absent(f.id, f.size);
+                        if f.size <= GIVEN_UP_TO {
+                            self.give_kernel(ino.0, &f, &open);
+                        }
                         let fh = self.keep(Handle::Store(Arc::new(open)));
                         lock(&self.live.reading)
                             .insert(fh.0, (String::from_utf8_lossy(&path).into_owned(), f.size));
