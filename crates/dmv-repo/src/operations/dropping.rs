@@ -20,7 +20,7 @@ use dmv_store::{ObjectId, ObjectKind};
 
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::operations::gc::LOCK_DIR;
-use crate::replica::locations::{now_ns, LocationRecord, ReplicaId, Stamp};
+use crate::replica::locations::{now_ns, ReplicaId};
 use crate::worktree::dirstate::{DirEntry, Stat};
 
 /// What a drop did.
@@ -214,54 +214,27 @@ impl Copies<'_> {
     }
 
     /// Records that this replica holds these files' data, as of now, for
-    /// those it does hold, with `others` (what a transfer taught of another
-    /// replica) in the same append: one journal write and sync, not two.
-    /// Checked under the drop lock against the store as it is then: a push
-    /// begun before a drop here and ended after it claimed the copy the
-    /// drop had freed, and its newer "present" beat the drop's "absent" in
-    /// every log it reached.
-    pub fn record_held_here(
-        &self,
-        ids: &[ObjectId],
-        mut others: Vec<LocationRecord>,
-    ) -> RepoResult<()> {
+    /// those it does hold. Checked under the drop lock against the store as
+    /// it is then: a push begun before a drop here and ended after it
+    /// claimed the copy the drop had freed, and its newer "present" beat
+    /// the drop's "absent" in every log it reached.
+    pub fn record_held_here(&self, ids: &[ObjectId]) -> RepoResult<()> {
         if ids.is_empty() {
-            return match others.is_empty() {
-                true => Ok(()),
-                false => self.note_locations(others),
-            };
+            return Ok(());
         }
         let _guard = self.drop_guard()?;
         // A replica that never dropped nor sliced holds everything it has the history of.
-        let held: Vec<ObjectId> =
-            if !crate::repository::config::Config::load(&self.dmv.join("config"))?.partial {
-                ids.to_vec()
-            } else {
-                self.store.reload()?;
-                let mut held = Vec::with_capacity(ids.len());
-                for id in ids {
-                    if self.has_data(id)? {
-                        held.push(*id);
-                    }
-                }
-                held
-            };
-        let (replica, stamp) = (
-            self.replica_id()?,
-            Stamp {
-                time_ns: now_ns(),
-                present: true,
-            },
-        );
-        others.extend(held.into_iter().map(|key| LocationRecord {
-            key,
-            replica,
-            stamp,
-        }));
-        if others.is_empty() {
-            return Ok(());
+        if !crate::repository::config::Config::load(&self.dmv.join("config"))?.partial {
+            return self.record_locations(ids, self.replica_id()?, true);
         }
-        self.note_locations(others)
+        self.store.reload()?;
+        let mut held = Vec::with_capacity(ids.len());
+        for id in ids {
+            if self.has_data(id)? {
+                held.push(*id);
+            }
+        }
+        self.record_locations(&held, self.replica_id()?, true)
     }
 
     /// Makes absent file data a normal state here from now on: in the config

@@ -1209,41 +1209,6 @@ mod tests {
         log
     }
 
-    /// A transfer's records (the remote's, and this replica's for what it
-    /// holds) go to the journal in one frame: one write and one sync per
-    /// `get`, not two.
-    #[test]
-    fn a_transfer_notes_the_remote_and_this_replica_in_one_append() {
-        use crate::replica::location_journal::{FRAME_HEADER_LEN, JOURNAL_HEADER_LEN};
-        let dir = tempfile::tempdir().unwrap();
-        let repo = Repository::init(dir.path(), dmv_store::ChunkParams::default()).unwrap();
-        let me = repo.copies().replica_id().unwrap();
-        let frame = |records: usize| FRAME_HEADER_LEN + records * RECORD_LEN + 32;
-        // A replica that never dropped holds what it has: both recorded.
-        repo.copies()
-            .record_held_here(&[ObjectId([1; 32])], vec![record(1, 9, 5, true)])
-            .unwrap();
-        let journal = repo.copies().read_journal().unwrap();
-        assert_eq!(journal.appended, 2);
-        assert_eq!(journal.valid_len, JOURNAL_HEADER_LEN + frame(2));
-        let mut holders: Vec<ReplicaId> = journal.records.iter().map(|r| r.replica).collect();
-        holders.sort();
-        let mut expected = vec![me, ReplicaId([9; 16])];
-        expected.sort();
-        assert_eq!(holders, expected);
-        assert!(journal.records.iter().all(|r| r.stamp.present));
-        // Nothing held here to record: the remote's records alone, one frame.
-        repo.copies()
-            .record_held_here(&[], vec![record(2, 9, 6, true)])
-            .unwrap();
-        let journal = repo.copies().read_journal().unwrap();
-        assert_eq!(journal.appended, 3);
-        assert_eq!(journal.valid_len, JOURNAL_HEADER_LEN + frame(2) + frame(1));
-        // Nothing at all: nothing appended.
-        repo.copies().record_held_here(&[], Vec::new()).unwrap();
-        assert_eq!(repo.copies().read_journal().unwrap().appended, 3);
-    }
-
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
 
