@@ -35,6 +35,15 @@ const BLOCK: usize = 1 << 20;
 const DIRECT_FILES_FROM: u64 = 2 << 20;
 /// Buffers in rotation: one being filled, the others queued or being written.
 const BUFFERS: usize = 4;
+/// Writes in flight at once. The virtual disks DMV is measured on take more
+/// with two than with one (1 GiB direct and synced into one preallocated
+/// file: 0.76-0.82 s against 0.84-0.88 s), where a lone writer waits out
+/// each write's round trip to the host before sending the next.
+const WRITERS: usize = 2;
+/// Space is allocated this far ahead of the writes, so that they land
+/// inside the file: a direct write past the end of an ext4 file holds the
+/// inode's lock until it completes, and would make the writers take turns.
+const ALLOCATE_AHEAD: u64 = 16 << 20;
 
 /// A `BLOCK`-sized window of a vector, starting at an `ALIGN`ed address.
 struct AlignedBuf {
@@ -157,23 +166,73 @@ fn write_block(
     file.write_all_at(buf.filled(), offset)
 }
 
+/// Makes the file at least `len` bytes long with its blocks allocated
+/// (unwritten: they read as zeros). Only a hint: where the file system
+/// cannot, the writes extend the file themselves.
+#[cfg(all(target_os = "linux", not(dmv_portable)))]
+fn allocate(file: &File, len: u64) {
+    let Ok(len) = libc::off_t::try_from(len) else {
+        return;
+    };
+    // SAFETY: fallocate on a file descriptor we own, mode 0, within off_t; a
+    // refusal is an error return, which we ignore.
+    let _ = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) };
+}
+
+/// Elsewhere the writes extend the file themselves.
+#[cfg(not(all(target_os = "linux", not(dmv_portable))))]
+fn allocate(_file: &File, _len: u64) {}
+
 /// Appends bytes to a file with direct I/O, in the background.
 pub struct DirectWriter {
     file: Option<File>,
     current: AlignedBuf,
-    /// Bytes handed to the I/O thread so far: the file offset of `current`.
+    /// Bytes handed to the I/O threads so far: the file offset of `current`.
     queued: u64,
-    /// Started by the first full buffer; a pack that fits in one never starts it.
-    io: Option<IoThread>,
+    /// How long `allocate` has made the file (cut back to the bytes written
+    /// at the end).
+    allocated: u64,
+    /// Started by the first full buffer; a pack that fits in one never starts them.
+    io: Option<IoThreads>,
     /// Buffers made so far (at most `BUFFERS`).
     made: usize,
     direct: bool,
 }
 
-struct IoThread {
+struct IoThreads {
+    file: std::sync::Arc<File>,
     to_write: Sender<(AlignedBuf, u64)>,
     written: Receiver<AlignedBuf>,
-    handle: JoinHandle<io::Result<(File, bool)>>,
+    /// Each thread ends saying whether its writes were still direct.
+    handles: Vec<JoinHandle<io::Result<bool>>>,
+}
+
+impl IoThreads {
+    /// Waits for every write; the file, and whether all writes were direct,
+    /// or the first error.
+    fn join(self) -> io::Result<(File, bool)> {
+        drop(self.to_write);
+        drop(self.written);
+        let mut direct = true;
+        let mut failed = None;
+        for handle in self.handles {
+            match handle.join() {
+                Ok(Ok(still)) => direct &= still,
+                Ok(Err(e)) => failed = failed.or(Some(e)),
+                Err(_) => {
+                    failed = failed.or(Some(io::Error::other(
+                        "the pack writer's I/O thread panicked",
+                    )))
+                }
+            }
+        }
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        let file = std::sync::Arc::try_unwrap(self.file)
+            .map_err(|_| io::Error::other("the pack writer's I/O threads still hold the file"))?;
+        Ok((file, direct))
+    }
 }
 
 impl DirectWriter {
@@ -187,6 +246,7 @@ impl DirectWriter {
             file: Some(file),
             current: AlignedBuf::new(),
             queued: 0,
+            allocated: 0,
             io: None,
             made: 1,
             direct: true,
@@ -211,23 +271,35 @@ impl DirectWriter {
                 .file
                 .take()
                 .ok_or_else(|| io::Error::other("direct writer used after a failure"))?;
+            let file = std::sync::Arc::new(file);
             let (to_write, queue) = bounded::<(AlignedBuf, u64)>(BUFFERS);
             let (give_back, written) = bounded::<AlignedBuf>(BUFFERS);
-            let mut direct = self.direct;
-            let handle = std::thread::Builder::new()
-                .name("dmv-pack-io".into())
-                .spawn(move || {
-                    for (mut buf, offset) in queue {
-                        write_block(&file, &mut buf, offset, &mut direct)?;
-                        buf.len = 0;
-                        let _ = give_back.send(buf);
-                    }
-                    Ok((file, direct))
-                })?;
-            self.io = Some(IoThread {
+            let mut handles = Vec::with_capacity(WRITERS);
+            for _ in 0..WRITERS {
+                let (file, queue, give_back) = (file.clone(), queue.clone(), give_back.clone());
+                let mut direct = self.direct;
+                let spawned = std::thread::Builder::new()
+                    .name("dmv-pack-io".into())
+                    .spawn(move || {
+                        for (mut buf, offset) in queue {
+                            write_block(&file, &mut buf, offset, &mut direct)?;
+                            buf.len = 0;
+                            let _ = give_back.send(buf);
+                        }
+                        Ok(direct)
+                    });
+                match spawned {
+                    Ok(handle) => handles.push(handle),
+                    // One writer is enough; none is an error.
+                    Err(e) if handles.is_empty() => return Err(e),
+                    Err(_) => break,
+                }
+            }
+            self.io = Some(IoThreads {
+                file,
                 to_write,
                 written,
-                handle,
+                handles,
             });
         }
         let io = self.io.as_ref().expect("started above");
@@ -246,6 +318,10 @@ impl DirectWriter {
         };
         let full = std::mem::replace(&mut self.current, next);
         let len = full.len as u64;
+        if self.queued + len > self.allocated {
+            self.allocated = self.queued + len + ALLOCATE_AHEAD;
+            allocate(&io.file, self.allocated);
+        }
         if io.to_write.send((full, self.queued)).is_err() {
             return Err(self.failure());
         }
@@ -253,11 +329,10 @@ impl DirectWriter {
         Ok(())
     }
 
-    /// The I/O thread has stopped early: its error.
+    /// The I/O threads have stopped early: their error.
     fn failure(&mut self) -> io::Error {
-        match self.io.take().map(|io| io.handle.join()) {
-            Some(Ok(Err(e))) => e,
-            Some(Err(_)) => io::Error::other("the pack writer's I/O thread panicked"),
+        match self.io.take().map(IoThreads::join) {
+            Some(Err(e)) => e,
             _ => io::Error::other("the pack writer's I/O thread stopped"),
         }
     }
@@ -278,27 +353,14 @@ impl DirectWriter {
                 set_direct(&file, false)?;
                 (file, false)
             }
-            Some(IoThread {
-                to_write,
-                written,
-                handle,
-            }) => {
-                drop(to_write);
-                drop(written);
-                match handle.join() {
-                    Ok(result) => result?,
-                    Err(_) => {
-                        return Err(io::Error::other("the pack writer's I/O thread panicked"))
-                    }
-                }
-            }
+            Some(io) => io.join()?,
         };
         let len = self.queued + self.current.len as u64;
         if self.current.len > 0 {
             write_block(&file, &mut self.current, self.queued, &mut direct)?;
         }
-        // Only a direct last write is padded past the end.
-        if direct {
+        // A direct last write is padded past the end, and space was allocated beyond it.
+        if direct || self.allocated > len {
             file.set_len(len)?;
         }
         Ok(file)
@@ -383,6 +445,14 @@ mod tests {
             expected.extend_from_slice(p);
         }
         w.finish().unwrap().sync_all().unwrap();
+        // The space allocated ahead of the writes is given back.
+        let blocks = std::os::unix::fs::MetadataExt::blocks(&std::fs::metadata(&path).unwrap());
+        assert!(
+            blocks * 512 < expected.len() as u64 + ALLOCATE_AHEAD / 2,
+            "{} bytes hold {} blocks",
+            expected.len(),
+            blocks
+        );
         let mut back = Vec::new();
         File::open(&path).unwrap().read_to_end(&mut back).unwrap();
         assert_eq!(back.len(), expected.len());
