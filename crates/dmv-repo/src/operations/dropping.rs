@@ -20,7 +20,7 @@ use dmv_store::{ObjectId, ObjectKind};
 
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::operations::gc::LOCK_DIR;
-use crate::replica::locations::{now_ns, ReplicaId};
+use crate::replica::locations::{now_ns, LocationRecord, ReplicaId, Stamp};
 use crate::worktree::dirstate::{DirEntry, Stat};
 
 /// What a drop did.
@@ -214,27 +214,63 @@ impl Copies<'_> {
     }
 
     /// Records that this replica holds these files' data, as of now, for
-    /// those it does hold. Checked under the drop lock against the store as
-    /// it is then: a push begun before a drop here and ended after it
-    /// claimed the copy the drop had freed, and its newer "present" beat
-    /// the drop's "absent" in every log it reached.
-    pub fn record_held_here(&self, ids: &[ObjectId]) -> RepoResult<()> {
+    /// those it does hold, with `others` (what a transfer taught of another
+    /// replica) in the same append where both fit in the journal: one
+    /// journal write and sync, not two. Beyond the journal they go into the
+    /// log in two merges, as before: one merge of both left a log that
+    /// `whereis` of one file of 100,000 read with 26 MiB, against 21.
+    /// Checked under the drop lock against the store as it is then: a push
+    /// begun before a drop here and ended after it claimed the copy the
+    /// drop had freed, and its newer "present" beat the drop's "absent" in
+    /// every log it reached.
+    pub fn record_held_here(
+        &self,
+        ids: &[ObjectId],
+        mut others: Vec<LocationRecord>,
+    ) -> RepoResult<()> {
         if ids.is_empty() {
-            return Ok(());
+            return match others.is_empty() {
+                true => Ok(()),
+                false => self.note_locations(others),
+            };
         }
         let _guard = self.drop_guard()?;
         // A replica that never dropped nor sliced holds everything it has the history of.
-        if !crate::repository::config::Config::load(&self.dmv.join("config"))?.partial {
-            return self.record_locations(ids, self.replica_id()?, true);
-        }
-        self.store.reload()?;
-        let mut held = Vec::with_capacity(ids.len());
-        for id in ids {
-            if self.has_data(id)? {
-                held.push(*id);
+        let held: Vec<ObjectId> =
+            if !crate::repository::config::Config::load(&self.dmv.join("config"))?.partial {
+                ids.to_vec()
+            } else {
+                self.store.reload()?;
+                let mut held = Vec::with_capacity(ids.len());
+                for id in ids {
+                    if self.has_data(id)? {
+                        held.push(*id);
+                    }
+                }
+                held
+            };
+        if others.len() + held.len() > crate::replica::location_journal::JOURNAL_LIMIT {
+            if !others.is_empty() {
+                self.note_locations(others)?;
             }
+            return self.record_locations(&held, self.replica_id()?, true);
         }
-        self.record_locations(&held, self.replica_id()?, true)
+        let (replica, stamp) = (
+            self.replica_id()?,
+            Stamp {
+                time_ns: now_ns(),
+                present: true,
+            },
+        );
+        others.extend(held.into_iter().map(|key| LocationRecord {
+            key,
+            replica,
+            stamp,
+        }));
+        if others.is_empty() {
+            return Ok(());
+        }
+        self.note_locations(others)
     }
 
     /// Makes absent file data a normal state here from now on: in the config

@@ -1209,6 +1209,60 @@ mod tests {
         log
     }
 
+    /// A transfer's records (the remote's, and this replica's for what it
+    /// holds) go to the journal in one frame: one write and one sync per
+    /// `get`, not two.
+    #[test]
+    fn a_transfer_notes_the_remote_and_this_replica_in_one_append() {
+        use crate::replica::location_journal::{FRAME_HEADER_LEN, JOURNAL_HEADER_LEN};
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path(), dmv_store::ChunkParams::default()).unwrap();
+        let me = repo.copies().replica_id().unwrap();
+        let frame = |records: usize| FRAME_HEADER_LEN + records * RECORD_LEN + 32;
+        // A replica that never dropped holds what it has: both recorded.
+        repo.copies()
+            .record_held_here(&[ObjectId([1; 32])], vec![record(1, 9, 5, true)])
+            .unwrap();
+        let journal = repo.copies().read_journal().unwrap();
+        assert_eq!(journal.appended, 2);
+        assert_eq!(journal.valid_len, JOURNAL_HEADER_LEN + frame(2));
+        let mut holders: Vec<ReplicaId> = journal.records.iter().map(|r| r.replica).collect();
+        holders.sort();
+        let mut expected = vec![me, ReplicaId([9; 16])];
+        expected.sort();
+        assert_eq!(holders, expected);
+        assert!(journal.records.iter().all(|r| r.stamp.present));
+        // Nothing held here to record: the remote's records alone, one frame.
+        repo.copies()
+            .record_held_here(&[], vec![record(2, 9, 6, true)])
+            .unwrap();
+        let journal = repo.copies().read_journal().unwrap();
+        assert_eq!(journal.appended, 3);
+        assert_eq!(journal.valid_len, JOURNAL_HEADER_LEN + frame(2) + frame(1));
+        // Nothing at all: nothing appended.
+        repo.copies().record_held_here(&[], Vec::new()).unwrap();
+        assert_eq!(repo.copies().read_journal().unwrap().appended, 3);
+        // More than the journal holds: both go to the log, each side whole.
+        let many: Vec<ObjectId> = (0..JOURNAL_LIMIT as u32)
+            .map(|i| {
+                let mut id = [7; 32];
+                id[..4].copy_from_slice(&i.to_le_bytes());
+                ObjectId(id)
+            })
+            .collect();
+        repo.copies()
+            .record_held_here(&many, vec![record(3, 9, 7, true)])
+            .unwrap();
+        let loaded = repo.copies().load_locations().unwrap();
+        assert!(many
+            .iter()
+            .all(|id| loaded.records.contains_key(&(*id, me))));
+        assert!(loaded
+            .records
+            .contains_key(&(ObjectId([3; 32]), ReplicaId([9; 16]))));
+        assert!(repo.copies().read_journal().unwrap().appended <= 3);
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
 

@@ -31,12 +31,12 @@ pub(crate) fn record_transfer(
     }
     files.sort_unstable();
     files.dedup();
-    if remote != repo.copies().replica_id()? {
-        let stamp = Stamp {
-            time_ns: now_ns(),
-            present: true,
-        };
-        repo.copies().note_locations(
+    let remote_records = match remote != repo.copies().replica_id()? {
+        true => {
+            let stamp = Stamp {
+                time_ns: now_ns(),
+                present: true,
+            };
             files
                 .iter()
                 .map(|key| LocationRecord {
@@ -44,11 +44,14 @@ pub(crate) fn record_transfer(
                     replica: remote,
                     stamp,
                 })
-                .collect(),
-        )?;
-    }
-    if here {
-        repo.copies().record_held_here(files)?;
+                .collect()
+        }
+        false => Vec::new(),
+    };
+    match here {
+        true => repo.copies().record_held_here(files, remote_records)?,
+        false if !remote_records.is_empty() => repo.copies().note_locations(remote_records)?,
+        false => {}
     }
     Ok(())
 }
