@@ -197,7 +197,7 @@ impl PackWriter {
             writeback_from: 0,
         };
         let out = match durable {
-            true => DirectWriter::new(file).map_or_else(buffered, Sink::Direct),
+            true => DirectWriter::temporary(file).map_or_else(buffered, Sink::Direct),
             false => buffered(file),
         };
         let mut w = PackWriter {
