@@ -1320,6 +1320,73 @@ fn dmv_run_inside_a_worktree_mount_works_in_the_replica_it_shows() {
     assert!(!out.status.success());
 }
 
+/// The kernel keeps an absent file's name and attributes for long (a copy
+/// of a folder then asks for each once), so what commands outside the
+/// mount change of absent files must reach it at once: a pull that brings
+/// a new version of another size, a `get` that writes the file, a lock
+/// rule that makes absent files read-only. Each is seen within seconds,
+/// where the kernel would otherwise keep the old for 30.
+#[test]
+fn a_worktree_mount_shows_at_once_what_commands_outside_it_change() {
+    if lacks(&[Need::Fuse]) {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let src = project(t.path());
+    let (_server, phone) = hub_and_meta_clone(t.path(), &src);
+    let m = Mounted::new(&phone, &t.path().join("mnt"), &["--worktree"]);
+    let seen_within = |what: &str, ok: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !ok() {
+            assert!(
+                Instant::now() < deadline,
+                "not seen through the mount: {what}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    // Listed, and each looked at: the kernel keeps the names and sizes.
+    assert_eq!(std::fs::read_dir(m.path("many")).unwrap().count(), 2000);
+    let size = |p: &str| std::fs::metadata(m.path(p)).unwrap().len();
+    assert_eq!(size("many/f00006.txt"), 42);
+    assert_eq!(size("many/f00013.txt"), 48);
+
+    let longer = "a new version, longer than the one before\n".repeat(3);
+    std::fs::write(src.join("many/f00006.txt"), &longer).unwrap();
+    dmv(&src, &["commit", "-a", "-m", "longer"]);
+    dmv(&src, &["push", "origin", "main"]);
+    dmv(&phone, &["pull"]);
+    assert!(!phone.join("many/f00006.txt").exists(), "still absent");
+    seen_within("the pulled version's size", &|| {
+        size("many/f00006.txt") == longer.len() as u64
+    });
+    assert_eq!(
+        std::fs::read_to_string(m.path("many/f00006.txt")).unwrap(),
+        longer
+    );
+
+    dmv(&phone, &["get", "many/f00013.txt"]);
+    let written = std::fs::metadata(phone.join("many/f00013.txt"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    seen_within("the time of the file `get` wrote", &|| {
+        std::fs::metadata(m.path("many/f00013.txt"))
+            .unwrap()
+            .modified()
+            .unwrap()
+            == written
+    });
+
+    let mode = |p: &str| std::fs::metadata(m.path(p)).unwrap().permissions().mode();
+    assert_ne!(mode("many/f00001.txt") & 0o222, 0);
+    std::fs::write(phone.join(".dmvattributes"), "many/*.txt lockable\n").unwrap();
+    seen_within("lockable files read-only", &|| {
+        mode("many/f00001.txt") & 0o222 == 0
+    });
+    m.unmount();
+}
+
 /// A folder read in order through a worktree mount brings its next small
 /// files along, never a film among them: of a film a reader may want only
 /// the start, which the chunks it reads bring.

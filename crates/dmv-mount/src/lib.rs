@@ -183,6 +183,7 @@ mod linux {
             mounted,
             (repo, &shows, &live),
             &OnceLock::new(),
+            &|| {},
         )?;
         repo.tidy_store();
         Ok(Served {
@@ -211,6 +212,7 @@ mod linux {
         )?;
         // The kernel checks each file's mode, as the disk's own files are checked.
         let options = vec![MountOption::RW, MountOption::DefaultPermissions];
+        let watch = fs.dirstate_watch();
         run(
             fs,
             dir,
@@ -219,6 +221,7 @@ mod linux {
             mounted,
             (repo, crate::mountinfo::WORKTREE, &live),
             &kernel,
+            &|| watch.tick(),
         )?;
         repo.tidy_store();
         Ok(Served {
@@ -230,7 +233,9 @@ mod linux {
     /// the folder is unmounted or `stop` is set, saying how it goes in the
     /// replica's `.dmv/mounts/` once a second (`shown`: the replica, what
     /// the folder shows, the mount's state), and `kernel` the way to its
-    /// page cache once mounted.
+    /// page cache once mounted; `tick` runs every 200 ms meanwhile, on
+    /// this thread (outside the kernel's requests).
+    #[allow(clippy::too_many_arguments)]
     fn run(
         fs: impl fuser::Filesystem + 'static,
         dir: &Path,
@@ -239,6 +244,7 @@ mod linux {
         mounted: impl FnOnce(),
         shown: (&Repository, &str, &Live),
         kernel: &OnceLock<Notifier>,
+        tick: &dyn Fn(),
     ) -> Result<(), MountError> {
         let (repo, shows, live) = shown;
         let since = std::time::SystemTime::now()
@@ -277,6 +283,9 @@ mod linux {
         while !stop.load(Ordering::Relaxed) && !session.guard.is_finished() {
             if ticks.is_multiple_of(10) {
                 MountStatus::now(dir, shows, since, live).save(&repo.dmv);
+            }
+            if ticks.is_multiple_of(2) {
+                tick();
             }
             ticks = ticks.wrapping_add(1);
             std::thread::sleep(Duration::from_millis(100));

@@ -37,8 +37,14 @@ use crate::status::Live;
 use crate::worktree_names::{join, split, Absent, AbsentFile, Inodes, RelPath, ROOT};
 
 /// How long the kernel may keep a name or its attributes: the working
-/// tree also changes outside the mount (a checkout, a `get`).
+/// tree also changes outside the mount (an editor, a checkout).
 const KEPT: Duration = Duration::from_secs(1);
+/// ...an absent file's: it changes only with the dirstate, which the
+/// mount watches (see [`DirstateWatch`]), telling the kernel what changed.
+/// A copy of a folder of absent files (`cp -r`) then finds the names and
+/// sizes its listing brought, where after a second each would be looked
+/// up again, a round trip each.
+const ABSENT_KEPT: Duration = Duration::from_secs(30);
 
 /// Absent versions up to this size are given to the kernel's page cache
 /// whole when opened (see `give_kernel`): what the kernel's first read
@@ -84,17 +90,26 @@ struct LockRule {
     stamps: Option<[Option<SystemTime>; 2]>,
 }
 
+/// The files the lock rule is read from: which files are lockable, and
+/// the locks known.
+fn lock_rule_files(repo: &Repository) -> [PathBuf; 2] {
+    [
+        repo.root.join(dmv_repo::ATTRIBUTES_FILE),
+        repo.dmv.join("locks-known"),
+    ]
+}
+
+/// When the lock rule's files last changed.
+fn lock_rule_stamps(repo: &Repository) -> [Option<SystemTime>; 2] {
+    lock_rule_files(repo).map(|f| std::fs::metadata(f).and_then(|m| m.modified()).ok())
+}
+
 impl LockRule {
     fn read_only(&mut self, repo: &Repository, path: &[u8]) -> bool {
-        let files = [
-            repo.root.join(dmv_repo::ATTRIBUTES_FILE),
-            repo.dmv.join("locks-known"),
-        ];
-        let stamps = files
-            .each_ref()
-            .map(|f| std::fs::metadata(f).and_then(|m| m.modified()).ok());
+        let stamps = lock_rule_stamps(repo);
         if self.stamps != Some(stamps) {
-            let text = std::fs::read_to_string(&files[0]).unwrap_or_default();
+            let [attributes, _] = lock_rule_files(repo);
+            let text = std::fs::read_to_string(&attributes).unwrap_or_default();
             self.lockable = dmv_repo::Lockable::parse(&text);
             self.held = repo
                 .locks()
@@ -112,7 +127,7 @@ impl LockRule {
 pub struct WorktreeFs {
     repo: &'static Repository,
     reader: Reader,
-    names: Mutex<Inodes>,
+    names: Arc<Mutex<Inodes>>,
     absent: Arc<Mutex<Absent>>,
     /// What was read of absent files, within `mount.cacheSize`.
     cache: Arc<Mutex<ReadCache>>,
@@ -145,6 +160,68 @@ pub struct WorktreeFs {
     /// The absent versions given to the kernel's page cache at an open,
     /// by inode: not given again while the kernel likely keeps them.
     given: Mutex<HashSet<(u64, ObjectId)>>,
+}
+
+/// Tells the kernel, from outside its requests, which absent files
+/// changed since it was last told (a `get`, a `drop`, a checkout in the
+/// replica): their attributes and pages are dropped, and their names
+/// looked up again; when the lock rule changes (`.dmvattributes`, a lock
+/// taken or given back), every absent file's attributes (its mode). So
+/// what the kernel keeps for [`ABSENT_KEPT`] is never older than a tick.
+pub struct DirstateWatch {
+    repo: &'static Repository,
+    absent: Arc<Mutex<Absent>>,
+    names: Arc<Mutex<Inodes>>,
+    kernel: Arc<OnceLock<Notifier>>,
+    report: Arc<dyn Fn(&str) + Send + Sync>,
+    rule_stamps: Mutex<Option<[Option<SystemTime>; 2]>>,
+}
+
+impl DirstateWatch {
+    /// Reads the dirstate again if it changed, and tells the kernel.
+    /// Not from within a request: the kernel may wait on one to finish.
+    pub fn tick(&self) {
+        let stamps = lock_rule_stamps(self.repo);
+        let rule_changed = lock(&self.rule_stamps).replace(stamps) != Some(stamps);
+        let (changed, modes) = {
+            let mut absent = lock(&self.absent);
+            if let Err(e) = absent.refresh(self.repo) {
+                (self.report)(&format!("cannot read the dirstate: {e}"));
+            }
+            let modes = match rule_changed {
+                true => absent.paths().cloned().collect(),
+                false => Vec::new(),
+            };
+            (absent.take_changed(), modes)
+        };
+        let Some(kernel) = self.kernel.get() else {
+            return;
+        };
+        let (changed, modes) = {
+            let names = lock(&self.names);
+            let changed: Vec<_> = changed
+                .into_iter()
+                .map(|path| {
+                    let parent = names.known(split(&path).0);
+                    (names.known(&path), parent, path)
+                })
+                .collect();
+            let modes: Vec<u64> = modes.iter().filter_map(|p| names.known(p)).collect();
+            (changed, modes)
+        };
+        for (ino, parent, path) in changed {
+            if let Some(ino) = ino {
+                let _ = kernel.inval_inode(INodeNo(ino), 0, 0);
+            }
+            if let Some(parent) = parent {
+                let _ = kernel.inval_entry(INodeNo(parent), OsStr::from_bytes(split(&path).1));
+            }
+        }
+        // The attributes alone (a negative offset): the content is the same.
+        for ino in modes {
+            let _ = kernel.inval_inode(INodeNo(ino), -1, 0);
+        }
+    }
 }
 
 /// What threads fetching ahead are bringing.
@@ -232,7 +309,7 @@ impl WorktreeFs {
         Ok(WorktreeFs {
             repo,
             reader,
-            names: Mutex::new(Inodes::default()),
+            names: Arc::default(),
             absent: Arc::new(Mutex::new(absent)),
             cache: Arc::new(Mutex::new(ReadCache::load(repo))),
             open_versions: Arc::new(Mutex::new(HashMap::new())),
@@ -349,17 +426,35 @@ impl WorktreeFs {
     /// What `path` is: a file or folder on disk, an absent file, or a
     /// folder of absent files only.
     fn attr_of(&self, path: &[u8]) -> Result<FileAttr, Errno> {
+        self.attr_kept(path).map(|(attr, _)| attr)
+    }
+
+    /// `path`'s attributes, and how long the kernel may keep them.
+    fn attr_kept(&self, path: &[u8]) -> Result<(FileAttr, Duration), Errno> {
         let ino = lock(&self.names).number(path);
         match std::fs::symlink_metadata(self.disk(path)) {
-            Ok(meta) => return Ok(self.disk_attr(ino, &meta)),
+            Ok(meta) => return Ok((self.disk_attr(ino, &meta), KEPT)),
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(errno(&e)),
             Err(_) => {}
         }
         let absent = self.absent();
         match absent.file(path) {
-            Some(f) => Ok(self.absent_attr(ino, path, Some(f))),
-            None if absent.is_folder(path) => Ok(self.absent_attr(ino, path, None)),
+            Some(f) => Ok((self.absent_attr(ino, path, Some(f)), ABSENT_KEPT)),
+            None if absent.is_folder(path) => Ok((self.absent_attr(ino, path, None), KEPT)),
             None => Err(Errno::ENOENT),
+        }
+    }
+
+    /// What tells the kernel of changes to the absent files (see
+    /// [`DirstateWatch`]).
+    pub fn dirstate_watch(&self) -> DirstateWatch {
+        DirstateWatch {
+            repo: self.repo,
+            absent: self.absent.clone(),
+            names: self.names.clone(),
+            kernel: self.kernel.clone(),
+            report: self.report.clone(),
+            rule_stamps: Mutex::new(None),
         }
     }
 
@@ -802,16 +897,16 @@ impl Filesystem for WorktreeFs {
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         match self
             .child_of(parent, name)
-            .and_then(|path| self.attr_of(&path))
+            .and_then(|path| self.attr_kept(&path))
         {
-            Ok(attr) => reply.entry(&KEPT, &attr, Generation(0)),
+            Ok((attr, kept)) => reply.entry(&kept, &attr, Generation(0)),
             Err(e) => reply.error(e),
         }
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        match self.path_of(ino).and_then(|path| self.attr_of(&path)) {
-            Ok(attr) => reply.attr(&KEPT, &attr),
+        match self.path_of(ino).and_then(|path| self.attr_kept(&path)) {
+            Ok((attr, kept)) => reply.attr(&kept, &attr),
             Err(e) => reply.error(e),
         }
     }
@@ -1288,7 +1383,7 @@ impl Filesystem for WorktreeFs {
         };
         for (i, (name, path, n, _)) in listed.into_iter().enumerate().skip(offset as usize) {
             // Gone since the listing: left out.
-            let Ok(mut attr) = self.attr_of(&path) else {
+            let Ok((mut attr, kept)) = self.attr_kept(&path) else {
                 continue;
             };
             attr.ino = INodeNo(n);
@@ -1296,7 +1391,7 @@ impl Filesystem for WorktreeFs {
                 INodeNo(n),
                 i as u64 + 1,
                 OsStr::from_bytes(&name),
-                &KEPT,
+                &kept,
                 &attr,
                 Generation(0),
             ) {

@@ -18,7 +18,7 @@ pub type RelPath = Vec<u8>;
 pub const ROOT: u64 = 1;
 
 /// A tracked file whose data is not here.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AbsentFile {
     /// Its content (a chunk or a file node; a symlink's target).
     pub id: ObjectId,
@@ -46,6 +46,11 @@ pub struct Absent {
     folders: HashMap<RelPath, BTreeSet<Vec<u8>>>,
     /// The dirstate file's modification time and length when read.
     stamp: Option<(SystemTime, u64)>,
+    /// Whether it was read once (what the kernel may know of).
+    read: bool,
+    /// The paths whose absent file changed, came or went since the
+    /// kernel was last told (see [`Absent::take_changed`]).
+    changed: Vec<RelPath>,
 }
 
 /// The parent folder of `path` and its last name.
@@ -80,6 +85,8 @@ impl Absent {
         let ds = repo.load_dirstate()?;
         let mut fresh = Absent {
             stamp,
+            read: true,
+            changed: std::mem::take(&mut self.changed),
             ..Absent::default()
         };
         for (path, entry) in ds.entries.iter().filter(|(_, e)| e.is_absent()) {
@@ -106,13 +113,38 @@ impl Absent {
                 child = parent;
             }
         }
+        if self.read {
+            let gone_or_changed = self
+                .files
+                .iter()
+                .filter(|(path, file)| fresh.files.get(*path) != Some(*file))
+                .map(|(path, _)| path.clone());
+            let came = fresh
+                .files
+                .keys()
+                .filter(|path| !self.files.contains_key(*path))
+                .cloned();
+            let changed: Vec<RelPath> = gone_or_changed.chain(came).collect();
+            fresh.changed.extend(changed);
+        }
         *self = fresh;
         Ok(())
+    }
+
+    /// The paths whose absent file changed, came or went since the last
+    /// call: what the kernel may keep of them is out of date.
+    pub fn take_changed(&mut self) -> Vec<RelPath> {
+        std::mem::take(&mut self.changed)
     }
 
     /// Forgets the dirstate's stamp: the next look reads it again.
     pub fn outdated(&mut self) {
         self.stamp = None;
+    }
+
+    /// The paths of the absent files.
+    pub fn paths(&self) -> impl Iterator<Item = &RelPath> {
+        self.files.keys()
     }
 
     /// The absent file at `path`.
@@ -201,6 +233,11 @@ impl Inodes {
         self.paths.insert(n, path.to_vec());
         self.numbers.insert(path.to_vec(), n);
         n
+    }
+
+    /// The number of `path` if it was given one.
+    pub fn known(&self, path: &[u8]) -> Option<u64> {
+        self.numbers.get(path).copied()
     }
 
     /// The path inode `ino` stands for.
