@@ -175,6 +175,8 @@ pub struct DirstateWatch {
     kernel: Arc<OnceLock<Notifier>>,
     report: Arc<dyn Fn(&str) + Send + Sync>,
     rule_stamps: Mutex<Option<[Option<SystemTime>; 2]>>,
+    /// Why the dirstate could not be read last time, said once.
+    unread: Mutex<Option<String>>,
 }
 
 impl DirstateWatch {
@@ -185,9 +187,12 @@ impl DirstateWatch {
         let rule_changed = lock(&self.rule_stamps).replace(stamps) != Some(stamps);
         let (changed, modes) = {
             let mut absent = lock(&self.absent);
-            if let Err(e) = absent.refresh(self.repo) {
-                (self.report)(&format!("cannot read the dirstate: {e}"));
+            let why = absent.refresh(self.repo).err().map(|e| e.to_string());
+            let mut unread = lock(&self.unread);
+            if let Some(why) = why.as_ref().filter(|w| unread.as_ref() != Some(*w)) {
+                (self.report)(&format!("cannot read the dirstate: {why}"));
             }
+            *unread = why;
             let modes = match rule_changed {
                 true => absent.paths().cloned().collect(),
                 false => Vec::new(),
@@ -455,6 +460,7 @@ impl WorktreeFs {
             kernel: self.kernel.clone(),
             report: self.report.clone(),
             rule_stamps: Mutex::new(None),
+            unread: Mutex::new(None),
         }
     }
 
