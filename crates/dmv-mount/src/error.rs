@@ -20,16 +20,27 @@ pub enum MountError {
     NotAFolder(PathBuf),
     #[error("cannot mount the working tree at {}: it is inside the working tree {} (or holds it); mount it outside", dir.display(), root.display())]
     InsideWorktree { dir: PathBuf, root: PathBuf },
-    #[error("mounting needs FUSE, which DMV supports on Linux only for now")]
+    #[error("mounting needs FUSE, which DMV supports on Linux and macOS (macFUSE) only for now")]
     Unsupported,
 }
 
+#[cfg(not(target_os = "macos"))]
 fn hint(e: &std::io::Error) -> &'static str {
     match e.kind() {
         std::io::ErrorKind::NotFound => {
             " (is FUSE installed? `apt-get install fuse3` gives fusermount3)"
         }
         std::io::ErrorKind::PermissionDenied => " (FUSE needs /dev/fuse and fusermount3, or root)",
+        _ => "",
+    }
+}
+
+#[cfg(target_os = "macos")]
+fn hint(e: &std::io::Error) -> &'static str {
+    match e.kind() {
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
+            " (is macFUSE installed and its system extension allowed? https://macfuse.github.io)"
+        }
         _ => "",
     }
 }

@@ -4,27 +4,27 @@
 //! holds them when this one is partial (and kept, so a second read is
 //! local). `dmv mount --worktree`: the replica's working tree as a
 //! writable folder, every tracked file shown whether or not its data is
-//! here ([`serve_worktree`]). Linux only for now: elsewhere [`serve`]
-//! says so.
+//! here ([`serve_worktree`]). Linux (FUSE) and macOS (macFUSE) only for
+//! now: elsewhere [`serve`] says so.
 
 mod error;
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", target_os = "macos"))]
 mod fs;
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", target_os = "macos"))]
 mod mountinfo;
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", target_os = "macos"))]
 mod names;
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", target_os = "macos"))]
 mod prefetch;
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", target_os = "macos"))]
 mod read_cache;
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", target_os = "macos"))]
 mod reading;
 mod status;
 mod unmount;
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", target_os = "macos"))]
 mod worktree_fs;
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", target_os = "macos"))]
 mod worktree_names;
 
 use std::path::Path;
@@ -34,18 +34,18 @@ use dmv_repo::store::ObjectId;
 use dmv_repo::Repository;
 
 pub use error::MountError;
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", target_os = "macos"))]
 pub use mountinfo::{in_replica_behind, is_mount_point};
 
 /// Where a folder lies in the replica a worktree mount above it shows:
-/// mounts are Linux's only for now.
-#[cfg(not(target_os = "linux"))]
+/// mounts are Linux's and macOS's only for now.
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
 pub fn in_replica_behind(_dir: &Path) -> Option<std::path::PathBuf> {
     None
 }
 
-/// Whether a folder is a mount point: known from Linux's table only.
-#[cfg(not(target_os = "linux"))]
+/// Whether a folder is a mount point: known from Linux's and macOS's tables only.
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
 pub fn is_mount_point(_dir: &Path) -> bool {
     false
 }
@@ -83,11 +83,11 @@ pub fn serve(
     if !dir.is_dir() {
         return Err(MountError::NotAFolder(dir.to_path_buf()));
     }
-    #[cfg(target_os = "linux")]
+    #[cfg(any(target_os = "linux", target_os = "macos"))]
     {
-        linux::serve(repo, view, dir, stop, mounted, report)
+        session::serve(repo, view, dir, stop, mounted, report)
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
     {
         let _ = (repo, view, stop, mounted, report);
         Err(MountError::Unsupported)
@@ -120,19 +120,19 @@ pub fn serve_worktree(
             root: repo.root.clone(),
         });
     }
-    #[cfg(target_os = "linux")]
+    #[cfg(any(target_os = "linux", target_os = "macos"))]
     {
-        linux::serve_worktree(repo, dir, passthrough, stop, mounted, report)
+        session::serve_worktree(repo, dir, passthrough, stop, mounted, report)
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
     {
         let _ = (passthrough, stop, mounted, report);
         Err(MountError::Unsupported)
     }
 }
 
-#[cfg(target_os = "linux")]
-mod linux {
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+mod session {
     use std::path::Path;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{Arc, OnceLock};
@@ -201,6 +201,8 @@ mod linux {
     ) -> Result<Served, MountError> {
         let repo: &'static Repository = Box::leak(Box::new(repo));
         let live = Arc::new(Live::default());
+        // Passthrough is Linux's (6.9 on); macFUSE has none.
+        let passthrough = passthrough && cfg!(target_os = "linux");
         live.passthrough.store(passthrough, Ordering::Relaxed);
         let kernel = Arc::new(OnceLock::new());
         let fs = WorktreeFs::new(
@@ -261,8 +263,15 @@ mod linux {
             MountOption::NoDev,
             MountOption::NoSuid,
             MountOption::FSName(source),
-            MountOption::Subtype("dmv".into()),
         ]);
+        // Linux's table then says `fuse.dmv`; macFUSE has no subtype.
+        #[cfg(target_os = "linux")]
+        options.push(MountOption::Subtype("dmv".into()));
+        // macOS writes `._NAME` files beside files it keeps attributes of,
+        // and `.DS_Store` in folders it shows: macFUSE refuses them, or
+        // every folder opened in Finder would show new files to commit.
+        #[cfg(target_os = "macos")]
+        options.push(MountOption::CUSTOM("noappledouble".into()));
         config.mount_options = options;
         if may_unmount_when_killed() {
             // fusermount3 unmounts the folder even when this process is killed: no folder is left dead.
@@ -305,10 +314,14 @@ mod linux {
     /// Whether fusermount3 may watch the mount for us (its auto_unmount
     /// needs allow_root: root may, a user only where /etc/fuse.conf says
     /// user_allow_other).
+    /// macFUSE has no fusermount3: a folder whose process died stays until
+    /// `dmv umount` (umount(8)).
     fn may_unmount_when_killed() -> bool {
         // SAFETY: geteuid cannot fail.
         let root = unsafe { libc::geteuid() } == 0;
-        root || std::fs::read_to_string("/etc/fuse.conf")
-            .is_ok_and(|c| c.lines().any(|l| l.trim() == "user_allow_other"))
+        cfg!(target_os = "linux")
+            && (root
+                || std::fs::read_to_string("/etc/fuse.conf")
+                    .is_ok_and(|c| c.lines().any(|l| l.trim() == "user_allow_other")))
     }
 }

@@ -1,18 +1,28 @@
-//! The kernel's table of mounts (`/proc/self/mountinfo`): which folders are
-//! mount points, and which are worktree mounts of which replica, so that a
-//! command started inside one works in the replica it shows (the mount
-//! hides the replica's `.dmv`).
+//! The kernel's table of mounts (`/proc/self/mountinfo` on Linux,
+//! getfsstat on macOS): which folders are mount points, and which are
+//! worktree mounts of which replica, so that a command started inside one
+//! works in the replica it shows (the mount hides the replica's `.dmv`).
 
+#[cfg(target_os = "linux")]
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::status::running_mounts;
 
-/// Bytes of the table read at most: some ten thousand mounts.
+/// Bytes of Linux's table read at most: some ten thousand mounts.
+#[cfg(target_os = "linux")]
 const MOST_READ: u64 = 4 << 20;
-/// The kernel's type for the mounts DMV makes (`fuse.` and their subtype).
-const DMV_TYPE: &[u8] = b"fuse.dmv";
+/// Mounts of macOS's table read at most.
+#[cfg(target_os = "macos")]
+const MOST_MOUNTS: usize = 10_000;
+/// The kernel's type for the mounts DMV makes: on Linux `fuse.` and
+/// their subtype; on macOS every macFUSE mount's (older: osxfuse), which
+/// the replica's own list of mounts then tells apart.
+#[cfg(target_os = "linux")]
+const DMV_TYPES: &[&[u8]] = &[b"fuse.dmv"];
+#[cfg(target_os = "macos")]
+const DMV_TYPES: &[&[u8]] = &[b"macfuse", b"osxfuse"];
 /// What a worktree mount shows, as its status says.
 pub(crate) const WORKTREE: &str = "worktree";
 
@@ -23,18 +33,54 @@ struct Mount {
     source: Vec<u8>,
 }
 
-fn read_table() -> Vec<u8> {
+/// The mounts now (none known where the table cannot be read).
+#[cfg(target_os = "linux")]
+fn mounts_now() -> Vec<Mount> {
     let mut table = Vec::new();
     if let Ok(file) = std::fs::File::open("/proc/self/mountinfo") {
-        // Unreadable (not Linux, no /proc): no mounts known.
+        // Unreadable (no /proc): no mounts known.
         let _ = file.take(MOST_READ).read_to_end(&mut table);
     }
-    table
+    mounts(&table).collect()
 }
 
-/// The lines of `table`: `ID PARENT MAJ:MIN ROOT POINT OPTIONS [TAGS…] -
-/// TYPE SOURCE OPTIONS`, with space, tab, newline and backslash escaped in
-/// octal. Malformed lines are passed over.
+/// The mounts now, from getfsstat (none known where it fails).
+#[cfg(target_os = "macos")]
+fn mounts_now() -> Vec<Mount> {
+    // SAFETY: a null buffer asks only for the number of mounts.
+    let count = unsafe { libc::getfsstat(std::ptr::null_mut(), 0, libc::MNT_NOWAIT) };
+    // Room for a few mounted meanwhile.
+    let room = usize::try_from(count)
+        .unwrap_or(0)
+        .saturating_add(8)
+        .min(MOST_MOUNTS);
+    // SAFETY: statfs is plain data; all zeroes is a valid value.
+    let mut table: Vec<libc::statfs> = vec![unsafe { std::mem::zeroed() }; room];
+    let bytes = (room * std::mem::size_of::<libc::statfs>()) as libc::c_int;
+    // SAFETY: the buffer holds `bytes` bytes of statfs records.
+    let got = unsafe { libc::getfsstat(table.as_mut_ptr(), bytes, libc::MNT_NOWAIT) };
+    table.truncate(usize::try_from(got).unwrap_or(0));
+    let text = |field: &[libc::c_char]| -> Vec<u8> {
+        field
+            .iter()
+            .take_while(|c| **c != 0)
+            .map(|c| *c as u8)
+            .collect()
+    };
+    table
+        .iter()
+        .map(|fs| Mount {
+            point: text(&fs.f_mntonname),
+            fs_type: text(&fs.f_fstypename),
+            source: text(&fs.f_mntfromname),
+        })
+        .collect()
+}
+
+/// The lines of Linux's `table`: `ID PARENT MAJ:MIN ROOT POINT OPTIONS
+/// [TAGS…] - TYPE SOURCE OPTIONS`, with space, tab, newline and backslash
+/// escaped in octal. Malformed lines are passed over.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 fn mounts(table: &[u8]) -> impl Iterator<Item = Mount> + '_ {
     table.split(|b| *b == b'\n').filter_map(|line| {
         let fields: Vec<&[u8]> = line.split(|b| *b == b' ').collect();
@@ -53,7 +99,7 @@ fn mounts(table: &[u8]) -> impl Iterator<Item = Mount> + '_ {
 /// Whether `dir` (canonical) is a mount point.
 pub fn is_mount_point(dir: &Path) -> bool {
     let wanted = dir.as_os_str().as_bytes();
-    mounts(&read_table()).any(|m| m.point == wanted)
+    mounts_now().into_iter().any(|m| m.point == wanted)
 }
 
 /// Where folder `dir` (canonical) lies in the replica whose working tree a
@@ -62,11 +108,11 @@ pub fn is_mount_point(dir: &Path) -> bool {
 /// running mounts must name the mount: a mount someone else made, naming
 /// a replica that is not behind it, sends no command there.
 pub fn in_replica_behind(dir: &Path) -> Option<PathBuf> {
-    in_replica_behind_by(&read_table(), dir)
+    in_replica_behind_by(mounts_now(), dir)
 }
 
 /// [`in_replica_behind`], as the mount table `table` says.
-fn in_replica_behind_by(table: &[u8], dir: &Path) -> Option<PathBuf> {
+fn in_replica_behind_by(table: impl IntoIterator<Item = Mount>, dir: &Path) -> Option<PathBuf> {
     let (point, replica) = innermost_dmv_mount(table, dir)?;
     let point = PathBuf::from(std::ffi::OsStr::from_bytes(&point));
     let replica = PathBuf::from(std::ffi::OsStr::from_bytes(&replica));
@@ -81,9 +127,13 @@ fn in_replica_behind_by(table: &[u8], dir: &Path) -> Option<PathBuf> {
 
 /// The innermost DMV mount at or above `dir` whose source is an absolute
 /// path: its mount point and its source, the replica it shows.
-fn innermost_dmv_mount(table: &[u8], dir: &Path) -> Option<(Vec<u8>, Vec<u8>)> {
-    mounts(table)
-        .filter(|m| m.fs_type == DMV_TYPE && m.source.starts_with(b"/"))
+fn innermost_dmv_mount(
+    table: impl IntoIterator<Item = Mount>,
+    dir: &Path,
+) -> Option<(Vec<u8>, Vec<u8>)> {
+    table
+        .into_iter()
+        .filter(|m| DMV_TYPES.contains(&&m.fs_type[..]) && m.source.starts_with(b"/"))
         .filter(|m| dir.starts_with(std::ffi::OsStr::from_bytes(&m.point)))
         .max_by_key(|m| m.point.len())
         .map(|m| (m.point, m.source))
@@ -124,7 +174,8 @@ pub(crate) fn source_naming(root: &Path) -> String {
     }
 }
 
-#[cfg(test)]
+// The tables below are Linux's.
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
 
@@ -140,7 +191,7 @@ garbage line
 
     #[test]
     fn the_innermost_dmv_mount_above_a_folder_names_its_replica() {
-        let found = |dir: &str| innermost_dmv_mount(TABLE, Path::new(dir));
+        let found = |dir: &str| innermost_dmv_mount(mounts(TABLE), Path::new(dir));
         assert_eq!(
             found("/home/ana/phone view/shoot/day 1"),
             Some((
@@ -201,21 +252,21 @@ garbage line
             replica.display()
         );
         let inside = Path::new("/srv/trap/shoot");
-        assert_eq!(in_replica_behind_by(table.as_bytes(), inside), None);
+        assert_eq!(in_replica_behind_by(mounts(table.as_bytes()), inside), None);
         // The replica's status names another folder: still refused.
         let live = crate::status::Live::default();
         crate::status::MountStatus::now(Path::new("/srv/elsewhere"), WORKTREE, 0, &live)
             .save(&replica.join(".dmv"));
-        assert_eq!(in_replica_behind_by(table.as_bytes(), inside), None);
+        assert_eq!(in_replica_behind_by(mounts(table.as_bytes()), inside), None);
         // A read-only mount of that very folder is no working tree.
         crate::status::MountStatus::now(Path::new("/srv/trap"), "main", 0, &live)
             .save(&replica.join(".dmv"));
-        assert_eq!(in_replica_behind_by(table.as_bytes(), inside), None);
+        assert_eq!(in_replica_behind_by(mounts(table.as_bytes()), inside), None);
         // Its own worktree mount of that folder, running: taken.
         crate::status::MountStatus::now(Path::new("/srv/trap"), WORKTREE, 0, &live)
             .save(&replica.join(".dmv"));
         assert_eq!(
-            in_replica_behind_by(table.as_bytes(), inside),
+            in_replica_behind_by(mounts(table.as_bytes()), inside),
             Some(replica.join("shoot"))
         );
         assert_eq!(in_replica_behind(t.path()), None, "no mount above it");

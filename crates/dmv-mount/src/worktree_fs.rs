@@ -54,6 +54,18 @@ const GIVEN_UP_TO: u64 = 128 << 10;
 /// version given again only costs a copy).
 const MOST_GIVEN: usize = 100_000;
 
+/// The rename flags that ask to swap two names (refused: the dirstate
+/// has no such move) and to keep a name that is there: renameat2's on
+/// Linux, renamex_np's as macFUSE passes them on macOS.
+#[cfg(target_os = "linux")]
+const RENAME_SWAP: u32 = libc::RENAME_EXCHANGE;
+#[cfg(target_os = "linux")]
+const RENAME_KEEP_TARGET: u32 = libc::RENAME_NOREPLACE;
+#[cfg(target_os = "macos")]
+const RENAME_SWAP: u32 = libc::RENAME_SWAP;
+#[cfg(target_os = "macos")]
+const RENAME_KEEP_TARGET: u32 = libc::RENAME_EXCL;
+
 /// How a working-tree file is opened: no flush at each close, as writes
 /// go straight to the file; where the mount reads it (no passthrough,
 /// whose pages are the file's own), its pages kept from one open to the
@@ -1098,7 +1110,7 @@ impl Filesystem for WorktreeFs {
         let done = (|| {
             let from = self.child_of(parent, name)?;
             let to = self.child_of(newparent, newname)?;
-            if flags.contains(RenameFlags::RENAME_EXCHANGE) {
+            if flags.bits() & RENAME_SWAP != 0 {
                 return Err(Errno::EINVAL);
             }
             // One look at the dirstate for the whole rename.
@@ -1112,7 +1124,7 @@ impl Filesystem for WorktreeFs {
                 )
             };
             let target_there = to_absent || self.disk(&to).symlink_metadata().is_ok();
-            if flags.contains(RenameFlags::RENAME_NOREPLACE) && target_there {
+            if flags.bits() & RENAME_KEEP_TARGET != 0 && target_there {
                 return Err(Errno::EEXIST);
             }
             let from_absent_file = from_absent_file && self.disk(&from).symlink_metadata().is_err();
