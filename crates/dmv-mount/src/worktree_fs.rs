@@ -709,7 +709,14 @@ impl WorktreeFs {
         if let Some(along) = now {
             let versions = std::iter::once((path.to_vec(), file.entry()))
                 .chain(along.iter().map(|(p, f)| (p.clone(), f.entry())));
-            let fetched = dmv_sync::fetch_versions(self.repo, versions, &dmv_sync::Silent);
+            let bringing = self.reader.bringing();
+            let hand = &mut |id: &ObjectId, content: &[u8]| bringing.arrived(id, content);
+            let fetched = dmv_sync::fetch_versions_along(
+                self.repo,
+                versions,
+                dmv_sync::Along::Hand(hand),
+                &dmv_sync::Silent,
+            );
             self.noting().fetched(path, file.size, &along, fetched);
         }
         if !ahead.is_empty() {
@@ -746,11 +753,18 @@ impl WorktreeFs {
             files.iter().map(|(_, f)| f.id).collect(),
         );
         let (repo, noting, path) = (self.repo, self.noting(), path.to_vec());
+        let bringing = self.reader.bringing();
         let started = std::thread::Builder::new()
             .name("dmv-mount-ahead".into())
             .spawn(move || {
                 let versions = files.iter().map(|(p, f)| (p.clone(), f.entry()));
-                let fetched = dmv_sync::fetch_versions(repo, versions, &dmv_sync::Silent);
+                let hand = &mut |id: &ObjectId, content: &[u8]| bringing.arrived(id, content);
+                let fetched = dmv_sync::fetch_versions_along(
+                    repo,
+                    versions,
+                    dmv_sync::Along::Hand(hand),
+                    &dmv_sync::Silent,
+                );
                 noting.fetched(&path, 0, &files, fetched);
                 drop(done);
             });

@@ -127,7 +127,7 @@ impl BucketViews {
         let fetched = (|| {
             let repo = Repository::open(view.dir()).map_err(|e| e.to_string())?;
             let mut bucket = place.connect()?;
-            dmv_sync::fetch_file_data(&repo, &mut bucket, ids, &Silent, None)
+            dmv_sync::fetch_file_data(&repo, &mut bucket, ids, &Silent, dmv_sync::Along::Nothing)
                 .map_err(|e| e.to_string())
         })();
         if folder_bytes(view.dir()) > VIEW_DATA_BUDGET {

@@ -59,8 +59,8 @@ pub use operations::named_remotes::{
 };
 pub use operations::news::{moved_since_last_sync, NewsListener};
 pub use operations::partial::{
-    fetch_versions, get, resolve_conflicts, restore, set_slice, write_file_at, GetOptions, Got,
-    SliceChanged,
+    fetch_versions, fetch_versions_along, get, resolve_conflicts, restore, set_slice,
+    write_file_at, GetOptions, Got, SliceChanged,
 };
 pub use operations::path_locks::list as list_locks;
 pub use operations::path_locks::{
@@ -76,7 +76,7 @@ pub use operations::push::{
     current_branch, delete_remote_branches, follow_pushed, push, PushOptions, Pushed,
 };
 pub use operations::reach::{Reach, ReachBook, Seen, NEAR_CONNECT, NEAR_SPEED};
-pub use operations::receive::{fetch_file_data, fetch_objects};
+pub use operations::receive::{fetch_file_data, fetch_objects, Along};
 pub use operations::remote_spec::{LocalServer, RemoteSpec, Transport, DEFAULT_STALL_AFTER};
 pub use operations::repair::{repair, Repaired};
 pub use operations::replay::{cherry_pick, merge, merge_squash, rebase, revert};

@@ -1321,3 +1321,51 @@ fn piece_fetches_one_file_at_a_time_leave_a_handful_of_packs() {
     assert!(phone.absent().is_empty(), "{:?}", phone.absent());
     phone.assert_fsck_clean();
 }
+
+/// A fetch of file versions hands each chunk it stores to the caller as
+/// it arrives, once, exactly as stored (a mount's open then takes a photo
+/// fetched ahead from memory); a version already here hands nothing.
+#[test]
+fn a_fetch_of_versions_hands_each_chunk_it_stores_along() {
+    let fleet = Fleet::new();
+    let studio = notes_and_a_photo(&fleet);
+    studio.write("film.mov", noise(3 << 20, 2));
+    studio.commit_all("film");
+    studio.push().unwrap();
+    let phone = fleet.partial("phone", "meta");
+    let head = phone.repo.head_commit().unwrap().unwrap();
+    let files = phone.repo.history().files_to_archive(&head, &[]).unwrap();
+    let fetch = |files: Vec<(Vec<u8>, dmv_repo::FlatEntry)>| {
+        let mut handed: Vec<(ObjectId, Vec<u8>)> = Vec::new();
+        let hand = &mut |id: &ObjectId, content: &[u8]| handed.push((*id, content.to_vec()));
+        let fetched = dmv_sync::fetch_versions_along(
+            &phone.repo,
+            files,
+            dmv_sync::Along::Hand(hand),
+            &Silent,
+        )
+        .unwrap();
+        (fetched, handed)
+    };
+    let (fetched, mut handed) = fetch(files.clone());
+    assert_eq!(fetched, 3, "notes, photo and film");
+    let mut chunks: Vec<ObjectId> = files
+        .iter()
+        .flat_map(|(_, e)| phone.repo.store.chunk_list(&e.id).unwrap())
+        .map(|(id, _)| id)
+        .collect();
+    assert!(chunks.len() > 3, "the film is several chunks");
+    chunks.sort();
+    chunks.dedup();
+    handed.sort();
+    let ids: Vec<ObjectId> = handed.iter().map(|(id, _)| *id).collect();
+    assert_eq!(ids, chunks, "each chunk handed, once");
+    for (id, bytes) in &handed {
+        let stored = phone.repo.store.read_kind(id, ObjectKind::Chunk).unwrap();
+        assert_eq!(&stored, bytes, "chunk {} as stored", id.short());
+    }
+    let handed_bytes: usize = handed.iter().map(|(_, b)| b.len()).sum();
+    assert_eq!(handed_bytes, NOTES.len() + (64 << 10) + (3 << 20));
+    let (fetched, handed) = fetch(files);
+    assert_eq!((fetched, handed.len()), (0, 0), "all here: nothing fetched");
+}

@@ -15,7 +15,7 @@ use crate::operations::address_book::{holders_to_ask, stranger_spec};
 use crate::operations::locations::{exchange_locations, takes_logs_lazily};
 use crate::operations::named_remotes::{find_remote, remotes_in_order};
 use crate::operations::reach::{Reach, ReachBook};
-use crate::operations::receive::{fetch_file_data, EarlyFill};
+use crate::operations::receive::{fetch_file_data, Along};
 use crate::operations::remote_spec::RemoteSpec;
 use crate::protocol::location_run::holder_names;
 use crate::protocol::objects::TransferStats;
@@ -79,6 +79,16 @@ pub fn fetch_versions(
     versions: impl IntoIterator<Item = (Vec<u8>, FlatEntry)>,
     progress: &dyn Progress,
 ) -> SyncResult<usize> {
+    fetch_versions_along(repo, versions, Along::Nothing, progress)
+}
+
+/// [`fetch_versions`], each chunk also going `along` as it arrives.
+pub fn fetch_versions_along(
+    repo: &Repository,
+    versions: impl IntoIterator<Item = (Vec<u8>, FlatEntry)>,
+    along: Along<'_>,
+    progress: &dyn Progress,
+) -> SyncResult<usize> {
     let mut wanted = BTreeMap::new();
     for (path, entry) in versions {
         if repo.copies().is_absent(&entry)? {
@@ -88,7 +98,7 @@ pub fn fetch_versions(
     if wanted.is_empty() {
         return Ok(0);
     }
-    fetch_from_remotes(repo, &wanted, None, None, progress)?;
+    fetch_from_remotes(repo, &wanted, None, along, progress)?;
     repo.tidy_store();
     Ok(wanted.len())
 }
@@ -189,9 +199,12 @@ pub fn get(repo: &Repository, options: &GetOptions, progress: &dyn Progress) -> 
     };
     let mut got = Got::default();
     if !wanted.is_empty() {
-        let early = early.as_mut().map(|e| (e, to_fill.as_slice()));
+        let along = match early.as_mut() {
+            Some(early) => Along::Checkout(early, to_fill.as_slice()),
+            None => Along::Nothing,
+        };
         let (from, stats) =
-            fetch_from_remotes(repo, &wanted, options.remote.as_deref(), early, progress)?;
+            fetch_from_remotes(repo, &wanted, options.remote.as_deref(), along, progress)?;
         got = Got {
             fetched: wanted.len(),
             written: 0,
@@ -220,7 +233,7 @@ fn fetch_from_remotes(
     repo: &Repository,
     wanted: &BTreeMap<ObjectId, Vec<u8>>,
     name: Option<&str>,
-    early: Option<EarlyFill<'_>>,
+    along: Along<'_>,
     progress: &dyn Progress,
 ) -> SyncResult<(Vec<String>, TransferStats)> {
     let mut book = ReachBook::load(repo);
@@ -233,7 +246,7 @@ fn fetch_from_remotes(
     };
     // A replica that takes logs lazily learns who else holds the data only once its remotes lack it.
     let learn = (name.is_none() && takes_logs_lazily(repo)).then_some(learn_holders as Learn);
-    let fetched = fetch_in_turn(repo, &mut book, wanted, sources, learn, early, progress);
+    let fetched = fetch_in_turn(repo, &mut book, wanted, sources, learn, along, progress);
     book.save();
     fetched
 }
@@ -330,7 +343,7 @@ fn fetch_in_turn(
     wanted: &BTreeMap<ObjectId, Vec<u8>>,
     sources: Vec<Source>,
     mut learn: Option<Learn>,
-    mut early: Option<EarlyFill<'_>>,
+    mut along: Along<'_>,
     progress: &dyn Progress,
 ) -> SyncResult<(Vec<String>, TransferStats)> {
     let mut missing: Vec<ObjectId> = wanted.keys().copied().collect();
@@ -384,9 +397,8 @@ fn fetch_in_turn(
             continue;
         }
         progress.phase(Phase::Receiving);
-        let early = early.as_mut().map(|(e, paths)| (&mut **e, *paths));
         let start = Instant::now();
-        let got = fetch_file_data(repo, remote.as_mut(), &here, progress, early);
+        let got = fetch_file_data(repo, remote.as_mut(), &here, progress, along.again());
         progress.finish();
         match got {
             Ok(got) => {
@@ -454,7 +466,7 @@ pub(crate) fn get_what_the_source_lacked(
             }
         }
     }
-    fetch_from_remotes(repo, &wanted, None, None, progress)?;
+    fetch_from_remotes(repo, &wanted, None, Along::Nothing, progress)?;
     Ok(())
 }
 
@@ -531,7 +543,7 @@ pub fn set_slice(
     }
     let mut got = Got::default();
     if !wanted.is_empty() {
-        let (from, stats) = fetch_from_remotes(repo, &wanted, remote, None, progress)?;
+        let (from, stats) = fetch_from_remotes(repo, &wanted, remote, Along::Nothing, progress)?;
         got = Got {
             fetched: wanted.len(),
             written: 0,

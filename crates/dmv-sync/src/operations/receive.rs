@@ -77,7 +77,11 @@ pub fn fetch_objects(
         client,
         found.chunks.into_list(),
         progress,
-        early,
+        &mut |id, content| {
+            if let Some(early) = early.as_deref_mut() {
+                early.chunk(id, content);
+            }
+        },
     )?;
     let lacking = std::mem::take(&mut found.lacking);
     if !lacking.is_empty() {
@@ -113,18 +117,43 @@ fn lookup_in<'a>(
     }
 }
 
-/// An early checkout and the working-tree files (paths and entries) it may write.
-pub(crate) type EarlyFill<'a> = (&'a mut EarlyCheckout, &'a [(Vec<u8>, FlatEntry)]);
+/// What a fetch of file data does with each chunk as it arrives (checked
+/// against its id), besides storing it.
+#[derive(Default)]
+pub enum Along<'a> {
+    /// Only stores it.
+    #[default]
+    Nothing,
+    /// An early checkout, writing those working-tree files (paths and
+    /// entries) whose chunks arrive in order.
+    Checkout(&'a mut EarlyCheckout, &'a [(Vec<u8>, FlatEntry)]),
+    /// Hands it to a reader waiting for it (a mount's), who then need not
+    /// read back the pack just written past the page cache.
+    Hand(&'a mut dyn FnMut(&ObjectId, &[u8])),
+}
+
+/// What is told of each chunk as it arrives.
+type ChunkArrived<'a> = dyn FnMut(&ObjectId, &[u8]) + 'a;
+
+impl Along<'_> {
+    /// The same, borrowed for one fetch of several.
+    pub(crate) fn again(&mut self) -> Along<'_> {
+        match self {
+            Along::Nothing => Along::Nothing,
+            Along::Checkout(early, paths) => Along::Checkout(early, paths),
+            Along::Hand(hand) => Along::Hand(*hand),
+        }
+    }
+}
 
 /// Fetches the data of some files (their content ids: file nodes and
-/// chunks) that the local store lacks. `early`, if given, writes those of
-/// `paths` (working-tree files and their entries) whose chunks arrive in order.
+/// chunks) that the local store lacks, each chunk also going `along`.
 pub fn fetch_file_data(
     repo: &Repository,
     client: &mut dyn Remote,
     files: &[ObjectId],
     progress: &dyn Progress,
-    early: Option<EarlyFill<'_>>,
+    along: Along<'_>,
 ) -> SyncResult<TransferStats> {
     let store = &repo.store;
     let mut session = store.begin_write()?;
@@ -144,21 +173,26 @@ pub fn fetch_file_data(
         &|id| Ok(repo.copies().has_data(id)?),
         &mut found,
     )?;
-    let early = early.map(|(early, paths)| {
-        early.plan_files(
-            &lookup_in(store, &found),
-            &|id: &ObjectId| store.contains(id).unwrap_or(true),
-            paths.iter().cloned(),
-        );
-        early
-    });
+    let mut arrived: Box<ChunkArrived<'_>> = match along {
+        Along::Nothing => Box::new(|_: &ObjectId, _: &[u8]| {}),
+        Along::Checkout(early, paths) => {
+            early.plan_files(
+                &lookup_in(store, &found),
+                &|id: &ObjectId| store.contains(id).unwrap_or(true),
+                paths.iter().cloned(),
+            );
+            Box::new(|id: &ObjectId, content: &[u8]| early.chunk(id, content))
+        }
+        Along::Hand(hand) => Box::new(hand),
+    };
     let mut stats = receive_chunks(
         &mut session,
         client,
         found.chunks.into_list(),
         progress,
-        early,
+        &mut *arrived,
     )?;
+    drop(arrived);
     stats.objects += store_metadata(&mut session, found.meta, &found.children, true)?;
     session.finish()?;
     drop(session);
@@ -590,7 +624,7 @@ fn receive_chunks(
     client: &mut dyn Remote,
     chunks: Vec<(ObjectId, u32)>,
     progress: &dyn Progress,
-    mut early: Option<&mut EarlyCheckout>,
+    arrived: &mut dyn FnMut(&ObjectId, &[u8]),
 ) -> SyncResult<TransferStats> {
     let mut stats = TransferStats::default();
     let total: u64 = chunks.iter().map(|(_, s)| u64::from(*s)).sum();
@@ -614,9 +648,7 @@ fn receive_chunks(
                 }));
             }
             let content = obj.content().map_err(|d| damaged(&obj, d))?;
-            if let Some(early) = early.as_deref_mut() {
-                early.chunk(&obj.id, &content);
-            }
+            arrived(&obj.id, &content);
             drop(content);
             if session.put_verified(&obj)? {
                 stats.objects += 1;
