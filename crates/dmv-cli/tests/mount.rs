@@ -1571,6 +1571,97 @@ fn a_folder_read_in_order_is_fetched_ahead_of_the_reader() {
     fsck_clean(&phone);
 }
 
+/// A file replaced through a worktree mount while the batch holding its
+/// old version is fetched ahead (the server frozen to hold the batch in
+/// flight) reads what was written once the batch lands, through the
+/// mount and on the disk, for a second after: nothing the fetch brought
+/// (its chunks handed to the reader, the version noted as read) shows
+/// over the new file. The mount reads and writes itself (no
+/// passthrough), so what the page cache holds is what a reader sees.
+#[test]
+fn a_file_replaced_while_its_batch_is_fetched_ahead_reads_what_was_written() {
+    if lacks(&[Need::Fuse]) {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    std::fs::create_dir_all(src.join("roll")).unwrap();
+    dmv(&src, &["init"]);
+    let name = |i: usize| format!("roll/f{i:02}.jpg");
+    for i in 0..40 {
+        std::fs::write(src.join(name(i)), format!("frame {i}\n").repeat(500)).unwrap();
+    }
+    dmv(&src, &["add", "."]);
+    dmv(&src, &["commit", "-m", "roll"]);
+    let (server, phone) = hub_and_meta_clone(t.path(), &src);
+    let m = Mounted::new_with(&phone, &t.path().join("mnt"), &["--worktree"], |c| {
+        c.env("DMV_MOUNT_PASSTHROUGH", "0");
+    });
+    // Listed first, as cp -r does: the kernel knows each file's inode.
+    assert_eq!(std::fs::read_dir(m.path("roll")).unwrap().count(), 40);
+    for i in 0..2 {
+        assert_eq!(
+            std::fs::read_to_string(m.path(&name(i))).unwrap(),
+            format!("frame {i}\n").repeat(500)
+        );
+    }
+    // The second read started the batch ahead (f10 to f25) on its own
+    // thread: frozen in flight (well within the 3 s remote timeout).
+    // SAFETY: kill(2) on the server this test started.
+    unsafe { libc::kill(server.child.id() as i32, libc::SIGSTOP) };
+    let in_flight = dmv(&phone, &["ls", "--absent"]).contains(&name(25));
+    let edit = "edited\n".repeat(7);
+    let replaced = [12, 20];
+    for i in replaced {
+        std::fs::remove_file(m.path(&name(i))).unwrap();
+        std::fs::write(m.path(&name(i)), &edit).unwrap();
+    }
+    // SAFETY: as above.
+    unsafe { libc::kill(server.child.id() as i32, libc::SIGCONT) };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while dmv(&phone, &["ls", "--absent"]).contains(&name(25)) {
+        assert!(Instant::now() < deadline, "the batch ahead never landed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // A second of reads: an old version shown over the new file after
+    // the batch landed would be seen.
+    let until = Instant::now() + Duration::from_secs(1);
+    while Instant::now() < until {
+        for i in replaced {
+            let rel = name(i);
+            assert_eq!(
+                std::fs::read_to_string(m.path(&rel)).unwrap(),
+                edit,
+                "{rel}"
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for i in (0..40).filter(|i| !replaced.contains(i)) {
+        let rel = name(i);
+        let want = format!("frame {i}\n").repeat(500);
+        assert_eq!(
+            std::fs::read_to_string(m.path(&rel)).unwrap(),
+            want,
+            "{rel}"
+        );
+    }
+    for i in replaced {
+        let rel = name(i);
+        assert_eq!(
+            std::fs::read_to_string(phone.join(&rel)).unwrap(),
+            edit,
+            "{rel} on disk"
+        );
+    }
+    assert!(
+        in_flight,
+        "the batch ahead had landed before the server froze"
+    );
+    m.unmount();
+    fsck_clean(&phone);
+}
+
 /// Two commands at once: while a folder is read in order through a
 /// worktree mount (its next batches fetched ahead on threads of their
 /// own), gc runs again and again and a second writer gets and drops files
