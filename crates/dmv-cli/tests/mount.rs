@@ -1521,6 +1521,26 @@ fn a_small_absent_file_opened_through_a_worktree_mount_reads_with_the_mount_stop
     fsck_clean(&phone);
 }
 
+/// File `i` of the roll [`roll_in_meta_clone`] makes.
+fn roll_name(i: usize) -> String {
+    format!("roll/f{i:02}.jpg")
+}
+
+/// A roll of 40 small files (`roll/f00.jpg`…, each `frame N` on `lines`
+/// lines) committed, pushed to a hub and cloned with the meta slice: the
+/// hub's server and the clone.
+fn roll_in_meta_clone(root: &Path, lines: usize) -> (HttpServer, PathBuf) {
+    let src = root.join("src");
+    std::fs::create_dir_all(src.join("roll")).unwrap();
+    dmv(&src, &["init"]);
+    for i in 0..40 {
+        std::fs::write(src.join(roll_name(i)), format!("frame {i}\n").repeat(lines)).unwrap();
+    }
+    dmv(&src, &["add", "."]);
+    dmv(&src, &["commit", "-m", "roll"]);
+    hub_and_meta_clone(root, &src)
+}
+
 /// A folder read in order through a worktree mount has its next batch
 /// fetched ahead while the reader copies this one: once the second file
 /// is read, the eight after it are here and the sixteen after those come
@@ -1531,16 +1551,8 @@ fn a_folder_read_in_order_is_fetched_ahead_of_the_reader() {
         return;
     }
     let t = tempfile::tempdir().unwrap();
-    let src = t.path().join("src");
-    std::fs::create_dir_all(src.join("roll")).unwrap();
-    dmv(&src, &["init"]);
-    let name = |i: usize| format!("roll/f{i:02}.jpg");
-    for i in 0..40 {
-        std::fs::write(src.join(name(i)), format!("frame {i}\n").repeat(50)).unwrap();
-    }
-    dmv(&src, &["add", "."]);
-    dmv(&src, &["commit", "-m", "roll"]);
-    let (_server, phone) = hub_and_meta_clone(t.path(), &src);
+    let (_server, phone) = roll_in_meta_clone(t.path(), 50);
+    let name = roll_name;
     let m = Mounted::new(&phone, &t.path().join("mnt"), &["--worktree"]);
     for i in 0..2 {
         let read = std::fs::read_to_string(m.path(&name(i))).unwrap();
@@ -1584,16 +1596,8 @@ fn a_file_replaced_while_its_batch_is_fetched_ahead_reads_what_was_written() {
         return;
     }
     let t = tempfile::tempdir().unwrap();
-    let src = t.path().join("src");
-    std::fs::create_dir_all(src.join("roll")).unwrap();
-    dmv(&src, &["init"]);
-    let name = |i: usize| format!("roll/f{i:02}.jpg");
-    for i in 0..40 {
-        std::fs::write(src.join(name(i)), format!("frame {i}\n").repeat(500)).unwrap();
-    }
-    dmv(&src, &["add", "."]);
-    dmv(&src, &["commit", "-m", "roll"]);
-    let (server, phone) = hub_and_meta_clone(t.path(), &src);
+    let (server, phone) = roll_in_meta_clone(t.path(), 500);
+    let name = roll_name;
     let m = Mounted::new_with(&phone, &t.path().join("mnt"), &["--worktree"], |c| {
         c.env("DMV_MOUNT_PASSTHROUGH", "0");
     });
