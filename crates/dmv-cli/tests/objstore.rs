@@ -983,8 +983,11 @@ mod on_moto {
         push_clone_pull_and_merge(S3Kind::Moto);
     }
 
-    #[test]
-    fn racing_pushes_exactly_one_wins_and_nothing_is_lost() {
-        racing_pushes(S3Kind::Moto);
-    }
+    // No racing pushes here: moto's conditional PUT (5.2.5,
+    // `put_object` in moto/s3/responses.py) compares the ETag and then
+    // writes, with no lock between, on a threaded server, so two pushes
+    // racing on it can both win (CI run 85 here saw one: both swapped the
+    // same ref table). The race runs on MinIO, whose conditional writes
+    // are atomic as S3's are (docs/object-storage.md, how a push
+    // moves refs).
 }
