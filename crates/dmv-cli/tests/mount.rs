@@ -1429,33 +1429,6 @@ fn a_folder_read_in_order_brings_its_small_files_along_and_not_its_films() {
     m.unmount();
 }
 
-/// How many of the pages of the file open as `file` (`len` bytes) the
-/// kernel's page cache holds, and how many it has, asked without reading
-/// them (mincore(2) on a mapping, which sends the file system nothing).
-fn pages_cached(file: &std::fs::File, len: usize) -> (usize, usize) {
-    use std::os::fd::AsRawFd;
-    // SAFETY: a read-only shared mapping of `len` bytes of an open file,
-    // unmapped below; mincore writes one byte per page into `pages`.
-    unsafe {
-        let at = libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ,
-            libc::MAP_SHARED,
-            file.as_raw_fd(),
-            0,
-        );
-        assert_ne!(at, libc::MAP_FAILED, "{}", std::io::Error::last_os_error());
-        let page = usize::try_from(libc::sysconf(libc::_SC_PAGESIZE)).unwrap();
-        let mut pages = vec![0u8; len.div_ceil(page)];
-        let asked = libc::mincore(at, len, pages.as_mut_ptr().cast());
-        let error = std::io::Error::last_os_error();
-        libc::munmap(at, len);
-        assert_eq!(asked, 0, "{error}");
-        (pages.iter().filter(|p| *p & 1 == 1).count(), pages.len())
-    }
-}
-
 /// A small absent file opened through a worktree mount is in the
 /// kernel's page cache when the open returns, so its reads never ask the
 /// mount (a `cp -r` of photos asks three times a file instead of four);
@@ -1486,7 +1459,7 @@ fn a_small_absent_file_opened_through_a_worktree_mount_is_in_the_page_cache() {
         let rel = format!("photos/{name}");
         let mut file = std::fs::File::open(m.path(&rel)).unwrap();
         if given {
-            let (cached, pages) = pages_cached(&file, 60 << 10);
+            let (cached, pages) = dmv_testkit::pages_cached(&file, 0, 60 << 10);
             assert_eq!(cached, pages, "{rel}");
         }
         let mut read = Vec::new();
@@ -1495,7 +1468,7 @@ fn a_small_absent_file_opened_through_a_worktree_mount_is_in_the_page_cache() {
     }
     let raw = std::fs::File::open(m.path("photos/raw.dng")).unwrap();
     assert_eq!(
-        pages_cached(&raw, 4 << 20).0,
+        dmv_testkit::pages_cached(&raw, 0, 4 << 20).0,
         0,
         "a raw file is read as asked"
     );

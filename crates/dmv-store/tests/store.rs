@@ -654,30 +654,6 @@ fn a_large_file_read_past_the_page_cache_round_trips() {
     assert!(content(&store, &stored.id) == data);
 }
 
-/// Pages of `len` bytes of `f` from `offset` that are in the page cache.
-#[cfg(target_os = "linux")]
-fn cached_pages(f: &std::fs::File, offset: usize, len: usize) -> usize {
-    use std::os::unix::io::AsRawFd;
-    let page = 4096;
-    let mut resident = vec![0u8; len.div_ceil(page)];
-    // SAFETY: a private read-only mapping of the file, unmapped before return;
-    // mincore writes one byte per page of it into `resident`, which is that long.
-    unsafe {
-        let map = libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ,
-            libc::MAP_PRIVATE,
-            f.as_raw_fd(),
-            offset as libc::off_t,
-        );
-        assert_ne!(map, libc::MAP_FAILED);
-        assert_eq!(libc::mincore(map, len, resident.as_mut_ptr()), 0);
-        libc::munmap(map, len);
-    }
-    resident.iter().filter(|b| *b & 1 == 1).count()
-}
-
 /// A file larger than the page cache was just written or read has its tail
 /// in the cache and its head not: the parts that are not in the cache are
 /// read past it (left out of it), the part that is from it, and the content
@@ -703,13 +679,14 @@ fn a_file_partly_in_the_page_cache_is_read_past_it_where_it_is_not() {
     let mut g = std::fs::File::open(&path).unwrap();
     std::io::Seek::seek(&mut g, std::io::SeekFrom::Start(WINDOW as u64)).unwrap();
     std::io::copy(&mut g, &mut std::io::sink()).unwrap();
-    let window_pages = WINDOW / 4096;
+    let cached_pages = |offset: usize, len| dmv_testkit::pages_cached(&f, offset as u64, len).0;
+    let window_pages = dmv_testkit::pages_cached(&f, 0, WINDOW).1;
     assert!(
-        cached_pages(&f, WINDOW, 2 * WINDOW) > window_pages * 2 * 9 / 10,
+        cached_pages(WINDOW, 2 * WINDOW) > window_pages * 2 * 9 / 10,
         "the tail was read into the cache"
     );
     assert!(
-        cached_pages(&f, 0, WINDOW) < window_pages / 10,
+        cached_pages(0, WINDOW) < window_pages / 10,
         "the first window is not in the cache"
     );
 
@@ -724,12 +701,12 @@ fn a_file_partly_in_the_page_cache_is_read_past_it_where_it_is_not() {
     assert!(content(&store, &stored.id) == data);
     // The head was read past the cache, the tail from it.
     assert!(
-        cached_pages(&f, 0, WINDOW) < window_pages / 10,
+        cached_pages(0, WINDOW) < window_pages / 10,
         "{} pages of the first window cached",
-        cached_pages(&f, 0, WINDOW)
+        cached_pages(0, WINDOW)
     );
     assert!(
-        cached_pages(&f, WINDOW, 2 * WINDOW) > window_pages * 2 * 9 / 10,
+        cached_pages(WINDOW, 2 * WINDOW) > window_pages * 2 * 9 / 10,
         "the tail is still cached"
     );
 }

@@ -102,3 +102,35 @@ pub fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
         }
     }
 }
+
+/// How many of the pages of `len` bytes of the open `file` from `offset`
+/// (a multiple of the page size) the kernel's page cache holds, and how
+/// many pages that is: asked with mincore(2) on a mapping, which neither
+/// reads the file nor sends its file system anything. Pages of the
+/// system's size (4 KiB, 16 KiB on Apple silicon, 64 KiB on some ARM).
+#[cfg(unix)]
+pub fn pages_cached(file: &std::fs::File, offset: u64, len: usize) -> (usize, usize) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: sysconf only reads its argument.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap();
+    let mut pages = vec![0u8; len.div_ceil(page)];
+    // SAFETY: a read-only shared mapping of `len` bytes of an open file,
+    // unmapped before return; mincore writes one byte per page of it
+    // into `pages`, which is that long.
+    unsafe {
+        let at = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            libc::off_t::try_from(offset).unwrap(),
+        );
+        assert_ne!(at, libc::MAP_FAILED, "{}", std::io::Error::last_os_error());
+        let asked = libc::mincore(at, len, pages.as_mut_ptr().cast());
+        let error = std::io::Error::last_os_error();
+        libc::munmap(at, len);
+        assert_eq!(asked, 0, "{error}");
+    }
+    (pages.iter().filter(|p| *p & 1 == 1).count(), pages.len())
+}
