@@ -7,7 +7,7 @@
 //! the JSON names the repository, the user and the refs, and the push's
 //! delivery is tried again after its 500.
 
-mod common;
+use crate::common;
 use common::needs::{lacks, Need};
 use common::remote::commit_all;
 use common::servers::{http, HttpServer, S3Server, MINIO_SECRET, MINIO_USER};

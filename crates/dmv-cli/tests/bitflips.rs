@@ -8,7 +8,7 @@
 //! RELIABILITY.md (from the JSON this test writes to
 //! `$DMV_FAULTS_REPORT_DIR/bitflips.json` when that is set).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! A checkout that cannot finish does not start: missing data stops it while
 //! the working tree, the dirstate and HEAD are still as they were.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 //! other command runs, so the race happens every time, not by luck. gc runs
 //! with --prune=now so no grace period hides a lost root.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

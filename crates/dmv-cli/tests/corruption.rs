@@ -1,6 +1,6 @@
 //! Damaged repositories: fsck names the damage, other commands fail cleanly.
 
-mod common;
+use crate::common;
 use common::*;
 
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! A commit killed at any moment leaves the previous commit or the new one,
 //! never a damaged repository, and a retried commit succeeds.
 
-mod common;
+use crate::common;
 use common::*;
 
 use std::path::Path;

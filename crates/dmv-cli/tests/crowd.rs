@@ -4,7 +4,7 @@
 //! or is refused with a line that says to pull, nothing accepted is lost,
 //! and fsck is clean on every side.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};

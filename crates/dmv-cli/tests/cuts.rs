@@ -10,7 +10,7 @@
 //! cover all of it but its last answers, and no two runs cut at the same bytes), drawn
 //! from `DMV_CUTS_SEED` (a new seed each run when unset, printed to repeat it).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! three on moto as well: what the storage holds after a push, who can
 //! clone, and what happens when the storage changes what it holds.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Output;

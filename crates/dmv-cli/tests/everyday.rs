@@ -2,7 +2,7 @@
 //! a person sees (words, exit codes, the terminal). Their rules are tested
 //! in the library: dmv-repo's tests/everyday.rs, merges.rs, rebases.rs.
 
-mod common;
+use crate::common;
 use common::*;
 
 use std::os::unix::fs::PermissionsExt;

@@ -67,7 +67,7 @@
 //! and fails. The last two tests pin, deterministically, violations the
 //! fleet found.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;

@@ -2,7 +2,7 @@
 //! (`.dmv/requires`). What is refused, and that nothing is touched, is
 //! tested through the library in dmv-repo's tests/requirements.rs.
 
-mod common;
+use crate::common;
 
 use common::remote::one_line_error;
 use common::*;

@@ -3,7 +3,7 @@
 //! behind, and works once space is freed. Each test mounts a small tmpfs
 //! (so the suite must run as root, as CI does) and fills it.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

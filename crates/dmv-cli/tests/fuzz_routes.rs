@@ -8,7 +8,7 @@
 //! (48 by default); by hand, as many as one likes, with `DMV_FUZZ_SEED` to
 //! replay a run. The cases per route go to RELIABILITY.md.
 
-mod common;
+use crate::common;
 use common::remote::*;
 use common::servers::HttpServer;
 use common::*;

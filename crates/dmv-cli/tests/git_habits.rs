@@ -2,7 +2,7 @@
 //! `git` binary: the same working tree or the same imported history given
 //! to both, and the outputs a script would parse compared line by line.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

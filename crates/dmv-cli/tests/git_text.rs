@@ -7,7 +7,7 @@
 //! (each is unique); everything else (lines, numbers, paths, counts, tag
 //! names, authors, dates) is compared as printed.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

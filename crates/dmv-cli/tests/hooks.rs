@@ -7,7 +7,7 @@
 //! checked field by field. A browser upload, a ref deletion, a hook that
 //! hangs (killed at its timeout) and a hub in a bucket (MinIO) behind it.
 
-mod common;
+use crate::common;
 use common::needs::{lacks, Need};
 use common::remote::commit_all;
 use common::servers::{http, HttpServer, S3Server, MINIO_SECRET, MINIO_USER};

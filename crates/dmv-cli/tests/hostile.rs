@@ -3,7 +3,7 @@
 //! walks them stops with one line on stderr and exit code 128: never a
 //! signal, never a stack overflow.
 
-mod common;
+use crate::common;
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;

@@ -4,7 +4,7 @@
 //! import again converts only new commits, and leaves alone a branch moved
 //! in DMV since.
 
-mod common;
+use crate::common;
 use common::remote::*;
 use common::*;
 

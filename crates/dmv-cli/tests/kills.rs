@@ -10,7 +10,7 @@
 //! `DMV_KILLS=full` runs every fail point of every scenario and 10 random
 //! moments each, and writes `kills.json` to `$DMV_FAULTS_REPORT_DIR`.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

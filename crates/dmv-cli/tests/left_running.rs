@@ -14,7 +14,7 @@
 //! `DMV_LEFT_RUNNING_SECONDS` sets how long the writers and the kills go
 //! on (CI runs 15 s; longer by hand); the figures go to RELIABILITY.md.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;

@@ -4,7 +4,7 @@
 //! client's check and the ref update), admins breaking locks, and two
 //! clients locking one path at the same moment.
 
-mod common;
+use crate::common;
 use common::needs::{lacks, Need};
 use common::remote::*;
 use common::servers::{HttpServer, S3Server, Sshd};

@@ -1,6 +1,6 @@
 //! `dmv merge`, `dmv resolve` and merge-aware commit/status on the real binary.
 
-mod common;
+use crate::common;
 use common::*;
 
 use std::collections::BTreeMap;

@@ -5,7 +5,7 @@
 //! replica that fetches only what reads touch, with its server killed or
 //! frozen while it reads.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::{FileExt, PermissionsExt};
 use std::path::{Path, PathBuf};

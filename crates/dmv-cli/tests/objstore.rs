@@ -2,7 +2,7 @@
 //! the bucket, how many bytes travel, interrupted and racing pushes, and the
 //! errors a user sees when credentials, the bucket or the server are wrong.
 
-mod common;
+use crate::common;
 use common::needs::{lacks, Need};
 use common::remote::*;
 use common::servers::{S3Kind, S3Server};

@@ -3,7 +3,7 @@
 //! fetches exactly one file's data, `whereis` knows who holds what, and
 //! `drop` frees data only while enough other copies are confirmed live.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

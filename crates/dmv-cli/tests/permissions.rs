@@ -7,7 +7,7 @@
 //! path, and the hub's refs are as they were after every refusal. A
 //! change made and undone in a later commit is refused too.
 
-mod common;
+use crate::common;
 use common::needs::{lacks, Need};
 use common::remote::*;
 use common::servers::{http, HttpServer, S3Server, MINIO_SECRET, MINIO_USER};

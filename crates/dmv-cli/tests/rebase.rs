@@ -1,7 +1,7 @@
 //! `dmv rebase` (and `-i` through an editor script), the branch against
 //! its upstream in `status`, on the real binary.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;

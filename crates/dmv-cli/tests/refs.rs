@@ -1,6 +1,6 @@
 //! Ref plumbing and the ref store through the real binary.
 
-mod common;
+use crate::common;
 use common::*;
 
 use std::io::Write;

@@ -3,7 +3,7 @@
 //! restores, fetches and names is tested through the library in
 //! dmv-sync's tests/repairs.rs.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -2,7 +2,7 @@
 //! a branch, kept in the repository's review log, which travels with push
 //! and fetch over every kind of hub and merges without losing an entry.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

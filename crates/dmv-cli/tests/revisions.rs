@@ -5,7 +5,7 @@
 //! and an import does not carry (reflogs, the last checkout, upstreams)
 //! is checked in a DMV repository against what was done there.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -1,6 +1,6 @@
 //! Exact counts and memory bounds at scale (release build; a few minutes).
 
-mod common;
+use crate::common;
 use common::*;
 
 use std::os::unix::fs::FileExt;

@@ -6,7 +6,7 @@
 //! server still comes out exact. Then the same server speaking HTTPS with a
 //! self-signed certificate that clients trust through `DMV_CA_CERT`.
 
-mod common;
+use crate::common;
 use common::needs::{lacks, Need};
 use common::remote::*;
 use common::servers::HttpServer;

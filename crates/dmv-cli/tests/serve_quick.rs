@@ -6,7 +6,7 @@
 //! stops in one line. Real processes on loopback, each with a home of its
 //! own.
 
-mod common;
+use crate::common;
 use common::remote::*;
 use common::servers::http;
 use common::*;

@@ -3,7 +3,7 @@
 //! `remote.timeout`, and the next copy serves: over HTTP, over ssh and on an
 //! object store, for get, whereis, cat, fetch and sync.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

@@ -2,7 +2,7 @@
 //! `dmv serve` on loopback: what arrives, how many bytes travel, and what
 //! happens when a transfer is cut or two pushes race.
 
-mod common;
+use crate::common;
 use common::needs::{lacks, Need};
 use common::remote::*;
 use common::servers::{HttpServer, Sshd};

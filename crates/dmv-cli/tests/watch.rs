@@ -3,7 +3,7 @@
 //! nothing, and two watching replicas keep in step through an HTTP hub and
 //! a bucket, keeping both versions of a file changed on both.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

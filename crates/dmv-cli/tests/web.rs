@@ -5,7 +5,7 @@
 //! admin breaking a lock. Without a valid token nothing of a repository is
 //! shown.
 
-mod common;
+use crate::common;
 use common::needs::{lacks, Need};
 use common::remote::*;
 use common::servers::HttpServer;

@@ -4,7 +4,7 @@
 //! another replica reads at the tapped pixel; hostile text stays text;
 //! a read token and a forged form write nothing.
 
-mod common;
+use crate::common;
 use common::needs::{lacks, Need};
 use common::remote::*;
 use common::servers::HttpServer;

@@ -4,7 +4,7 @@
 //! from the future, ignore rules above a named path) is tested in the
 //! library: dmv-repo's tests/worktree_edges.rs.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 
