@@ -33,6 +33,10 @@ pub struct ReadCache {
     held: u64,
     lines: usize,
     budget: Option<u64>,
+    /// The list, open to append: opened once, not again for every read
+    /// (a copy of a folder of photos out of the mount opened and closed
+    /// it twice a photo); let go when the list is rewritten.
+    appending: Option<std::fs::File>,
 }
 
 impl ReadCache {
@@ -51,6 +55,7 @@ impl ReadCache {
             held: 0,
             lines: 0,
             budget,
+            appending: None,
         };
         // A torn or damaged line is passed over: the list is a hint, not a record.
         for line in text.lines() {
@@ -103,13 +108,21 @@ impl ReadCache {
             self.rewrite();
             return;
         }
-        let appended = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.file)
-            .and_then(|mut f| f.write_all(format!("{} {size}\n", id.to_hex()).as_bytes()));
-        if appended.is_ok() {
-            self.lines += 1;
+        if self.appending.is_none() {
+            self.appending = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.file)
+                .ok();
+        }
+        let line = format!("{} {size}\n", id.to_hex());
+        match self
+            .appending
+            .as_mut()
+            .map(|f| f.write_all(line.as_bytes()))
+        {
+            Some(Ok(())) => self.lines += 1,
+            _ => self.appending = None,
         }
     }
 
@@ -128,6 +141,7 @@ impl ReadCache {
             .collect();
         let tmp = self.file.with_extension("tmp");
         if std::fs::write(&tmp, text).is_ok() && std::fs::rename(&tmp, &self.file).is_ok() {
+            self.appending = None;
             self.lines = self.order.len();
         }
     }
@@ -183,6 +197,9 @@ mod tests {
         assert_eq!(cache.past_budget(|i| *i == id(2)), [id(3), id(4)]);
         cache.forget(&[id(2), id(3)]);
         assert!(cache.past_budget(|_| false).is_empty());
+        // A read after the list was rewritten goes into the new list (the
+        // list's file kept open would otherwise be the one replaced).
+        cache.read(id(5), 100);
         // What was written reads back the same, damage passed over.
         std::fs::OpenOptions::new()
             .append(true)
@@ -197,6 +214,7 @@ mod tests {
         );
         let back = ReadCache::from_file(cache.file.clone(), None);
         assert!(back.in_order().eq(cache.in_order()));
+        assert_eq!(back.held(), 700);
         assert!(
             back.past_budget(|_| false).is_empty(),
             "no budget, nothing goes"
