@@ -94,12 +94,15 @@ enum Handle {
 
 /// Which absent files show read-only: lockable ones whose lock this
 /// replica's user does not hold, as a checkout would write them. Read
-/// again when `.dmvattributes` or the known locks change.
+/// again once [`DirstateWatch`] sees `.dmvattributes` or the known locks
+/// change (at its tick, when it also drops the kernel's copies of the
+/// attributes), not checked at every request: that was two stats of an
+/// absent file's every lookup and attribute request.
 #[derive(Default)]
 struct LockRule {
     lockable: dmv_repo::Lockable,
     held: std::collections::HashSet<String>,
-    stamps: Option<[Option<SystemTime>; 2]>,
+    read: bool,
 }
 
 /// The files the lock rule is read from: which files are lockable, and
@@ -118,8 +121,7 @@ fn lock_rule_stamps(repo: &Repository) -> [Option<SystemTime>; 2] {
 
 impl LockRule {
     fn read_only(&mut self, repo: &Repository, path: &[u8]) -> bool {
-        let stamps = lock_rule_stamps(repo);
-        if self.stamps != Some(stamps) {
+        if !self.read {
             let [attributes, _] = lock_rule_files(repo);
             let text = std::fs::read_to_string(&attributes).unwrap_or_default();
             self.lockable = dmv_repo::Lockable::parse(&text);
@@ -129,7 +131,7 @@ impl LockRule {
                 .mine()
                 .map(|l| l.path.clone())
                 .collect();
-            self.stamps = Some(stamps);
+            self.read = true;
         }
         self.lockable.matches(path)
             && !std::str::from_utf8(path).is_ok_and(|p| self.held.contains(p))
@@ -147,7 +149,7 @@ pub struct WorktreeFs {
     open_versions: Arc<Mutex<HashMap<ObjectId, usize>>>,
     /// Whether a thread is dropping what is past the budget.
     freeing: Arc<AtomicBool>,
-    lock_rule: Mutex<LockRule>,
+    lock_rule: Arc<Mutex<LockRule>>,
     /// Which folders are being read in order, to fetch ahead in.
     runs: Mutex<Runs>,
     /// The versions being fetched ahead, and the signal that a fetch ahead ended.
@@ -186,6 +188,7 @@ pub struct DirstateWatch {
     names: Arc<Mutex<Inodes>>,
     kernel: Arc<OnceLock<Notifier>>,
     report: Arc<dyn Fn(&str) + Send + Sync>,
+    lock_rule: Arc<Mutex<LockRule>>,
     rule_stamps: Mutex<Option<[Option<SystemTime>; 2]>>,
     /// Why the dirstate could not be read last time, said once.
     unread: Mutex<Option<String>>,
@@ -197,6 +200,9 @@ impl DirstateWatch {
     pub fn tick(&self) {
         let stamps = lock_rule_stamps(self.repo);
         let rule_changed = lock(&self.rule_stamps).replace(stamps) != Some(stamps);
+        if rule_changed {
+            lock(&self.lock_rule).read = false;
+        }
         let (changed, modes) = {
             let mut absent = lock(&self.absent);
             let why = absent.refresh(self.repo).err().map(|e| e.to_string());
@@ -332,7 +338,7 @@ impl WorktreeFs {
             open_versions: Arc::new(Mutex::new(HashMap::new())),
             freeing: Arc::new(AtomicBool::new(false)),
             live,
-            lock_rule: Mutex::new(LockRule::default()),
+            lock_rule: Arc::default(),
             runs: Mutex::new(Runs::default()),
             ahead: Arc::default(),
             direct: AtomicBool::new(false),
@@ -471,6 +477,7 @@ impl WorktreeFs {
             names: self.names.clone(),
             kernel: self.kernel.clone(),
             report: self.report.clone(),
+            lock_rule: self.lock_rule.clone(),
             rule_stamps: Mutex::new(None),
             unread: Mutex::new(None),
         }
