@@ -539,9 +539,15 @@ impl WorktreeFs {
         self.attr_of(&path)
     }
 
-    fn is_absent_file(&self, path: &[u8]) -> bool {
+    /// `path`'s absent entry, if it is an absent file with nothing on disk in its place.
+    fn absent_file(&self, path: &[u8]) -> Option<AbsentFile> {
         // The dirstate first: it is in memory, and most files are not absent.
-        self.absent().file(path).is_some() && self.disk(path).symlink_metadata().is_err()
+        let file = self.absent().file(path).copied()?;
+        self.disk(path).symlink_metadata().is_err().then_some(file)
+    }
+
+    fn is_absent_file(&self, path: &[u8]) -> bool {
+        self.absent_file(path).is_some()
     }
 
     /// Folder `ino`'s entries as the kernel lists them: `.` and `..`, the
@@ -1182,35 +1188,32 @@ impl Filesystem for WorktreeFs {
             let path = self.path_of(ino)?;
             let writing =
                 flags.0 & libc::O_ACCMODE != libc::O_RDONLY || flags.0 & libc::O_TRUNC != 0;
-            if self.is_absent_file(&path) {
-                let file = self.absent().file(&path).copied();
-                match file {
-                    Some(f) if !writing => {
-                        self.fetch_along(&path, &f);
-                        let open = self
-                            .reader
-                            .open(f.id, f.size, String::from_utf8_lossy(&path).into_owned())
-                            .map_err(|e| self.failed("open", &path, &e))?;
-                        self.opened_absent(f.id, f.size);
-                        if f.size <= GIVEN_UP_TO {
-                            self.give_kernel(ino.0, &f, &open);
-                        }
-                        let fh = self.keep(Handle::Store(Arc::new(open)));
-                        lock(&self.live.reading)
-                            .insert(fh.0, (String::from_utf8_lossy(&path).into_owned(), f.size));
-                        // As the read-only mount reads it: a large version past the
-                        // page cache, in 1 MiB reads; a small one kept there (its
-                        // content never changes).
-                        let how = if self.direct.load(Ordering::Relaxed) && f.size >= DIRECT_FROM {
-                            FopenFlags::FOPEN_DIRECT_IO | FopenFlags::FOPEN_NOFLUSH
-                        } else {
-                            FopenFlags::FOPEN_KEEP_CACHE | FopenFlags::FOPEN_NOFLUSH
-                        };
-                        return Ok((fh, how, None));
+            match self.absent_file(&path) {
+                Some(f) if !writing => {
+                    self.fetch_along(&path, &f);
+                    let open = self
+                        .reader
+                        .open(f.id, f.size, String::from_utf8_lossy(&path).into_owned())
+                        .map_err(|e| self.failed("open", &path, &e))?;
+                    self.opened_absent(f.id, f.size);
+                    if f.size <= GIVEN_UP_TO {
+                        self.give_kernel(ino.0, &f, &open);
                     }
-                    Some(_) => self.bring(&path)?,
-                    None => {}
+                    let fh = self.keep(Handle::Store(Arc::new(open)));
+                    lock(&self.live.reading)
+                        .insert(fh.0, (String::from_utf8_lossy(&path).into_owned(), f.size));
+                    // As the read-only mount reads it: a large version past the
+                    // page cache, in 1 MiB reads; a small one kept there (its
+                    // content never changes).
+                    let how = if self.direct.load(Ordering::Relaxed) && f.size >= DIRECT_FROM {
+                        FopenFlags::FOPEN_DIRECT_IO | FopenFlags::FOPEN_NOFLUSH
+                    } else {
+                        FopenFlags::FOPEN_KEEP_CACHE | FopenFlags::FOPEN_NOFLUSH
+                    };
+                    return Ok((fh, how, None));
                 }
+                Some(_) => self.bring(&path)?,
+                None => {}
             }
             let file = self.open_disk(&path, flags.0, None)?;
             let backing = self.backing_for(ino.0, &file, |f| reply.open_backing(f));
