@@ -40,28 +40,49 @@ pub fn jpeg_bomb(w: u16, h: u16) -> Vec<u8> {
     j
 }
 
+/// Runs the named test (its name as the test binary lists it) again in a
+/// process of its own, with `marker` set in its environment. Returns true
+/// in that process, where the test goes on; false in the calling one,
+/// once it has passed.
+fn rerun_alone(name: &str, marker: &str) -> bool {
+    if std::env::var_os(marker).is_some() {
+        return true;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", name, "--test-threads=1", "--nocapture"])
+        .env(marker, "1")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && text.contains("1 passed"),
+        "{:?}\n{text}",
+        out.status
+    );
+    false
+}
+
+/// Runs the named test again in a process of its own: for a test that
+/// measures the peak memory of the commands it starts. A child's peak
+/// (`ru_maxrss`) counts the memory of the process that started it, as
+/// it was when the child was made (Linux records the old address
+/// space's peak at exec), so in a test binary whose other tests hold
+/// hundreds of MiB it measures them. Returns true in the process of
+/// its own, where the test goes on; false in the caller, once it passed.
+pub fn in_a_process_of_its_own(name: &str) -> bool {
+    rerun_alone(name, "DMV_TEST_PROCESS_OF_ITS_OWN")
+}
+
 /// Runs the named test again in a child process whose address space has only
 /// `headroom` bytes to spare: there an allocation sized by a declared length
 /// aborts instead of quietly reserving memory. Returns true in the child,
 /// where the test goes on; false in the parent, once the child has passed.
 pub fn in_small_address_space(name: &str, headroom: u64) -> bool {
-    const CHILD: &str = "DMV_TEST_SMALL_ADDRESS_SPACE";
-    if std::env::var_os(CHILD).is_none() {
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", name, "--test-threads=1", "--nocapture"])
-            .env(CHILD, "1")
-            .output()
-            .unwrap();
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(
-            out.status.success() && text.contains("1 passed"),
-            "{:?}\n{text}",
-            out.status
-        );
+    if !rerun_alone(name, "DMV_TEST_SMALL_ADDRESS_SPACE") {
         return false;
     }
     let status = std::fs::read_to_string("/proc/self/status").unwrap();

@@ -90,7 +90,11 @@ pub fn write_noise(path: &Path, len: u64, seed: u64) {
     }
 }
 
-/// Runs a command and returns its output and peak RSS in KiB, from wait4(2).
+/// Runs a command and returns its exit code and peak RSS in KiB, from
+/// wait4(2). That peak counts this process's own peak as the child was
+/// made (see `dmv_testkit::in_a_process_of_its_own`, which a test
+/// measuring with this runs in): a figure no higher than this process's
+/// peak may be this process's, not the command's, and is refused.
 pub fn run_with_peak_rss(mut cmd: Command) -> (i32, u64) {
     let child = cmd.spawn().expect("spawn");
     let pid = child.id() as libc::pid_t;
@@ -103,7 +107,24 @@ pub fn run_with_peak_rss(mut cmd: Command) -> (i32, u64) {
     let code = std::process::ExitStatus::from_raw(status)
         .code()
         .unwrap_or(-1);
-    (code, usage.ru_maxrss as u64)
+    let peak = usage.ru_maxrss as u64;
+    let own = own_peak_rss_kib();
+    assert!(
+        peak > own,
+        "the command's peak, {peak} KiB, may be this test process's ({own} KiB): \
+         run the test in a process of its own"
+    );
+    (code, peak)
+}
+
+/// This process's peak RSS in KiB (VmHWM).
+fn own_peak_rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
 }
 
 pub fn files_under(dir: &Path) -> usize {
