@@ -5,7 +5,7 @@
 //! kept, so a second read is local.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -380,21 +380,43 @@ enum Ask {
     },
 }
 
+/// An ask, and where its answer goes: the chunk bytes received, or why not.
+type Asked = (Ask, mpsc::Sender<Result<u64, String>>);
+
 /// The thread that owns the connections to other replicas (a connection
 /// stays on the thread that made it), answering the mount's threads one
 /// ask at a time.
 struct FetchThread {
-    asks: mpsc::Sender<(Ask, mpsc::Sender<Result<u64, String>>)>,
+    asks: Option<mpsc::Sender<Asked>>,
     fresh: Arc<Fresh>,
+    /// Set as the mount ends: the asks still queued are let go.
+    ending: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// The mount ends once the ask being fetched is stored: a reader may
+/// have been handed its chunks as they came, and a process ending
+/// mid-fetch lost them (a film read whole through one mount was partly
+/// fetched again by the next). The asks queued after it are let go.
+impl Drop for FetchThread {
+    fn drop(&mut self) {
+        self.ending.store(true, Ordering::Relaxed);
+        self.asks.take();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 impl FetchThread {
     /// The thread, counting the chunk bytes it receives in `fetched`, and
     /// handing the chunks over in `fresh` as they arrive.
     fn start(repo: &'static Repository, fetched: Arc<AtomicU64>, fresh: Arc<Fresh>) -> FetchThread {
-        let (asks, asked) = mpsc::channel::<(Ask, mpsc::Sender<Result<u64, String>>)>();
+        let (asks, asked) = mpsc::channel::<Asked>();
         let handed = fresh.clone();
-        std::thread::spawn(move || {
+        let ending = Arc::new(AtomicBool::new(false));
+        let ended = ending.clone();
+        let thread = std::thread::spawn(move || {
             /// Wakes the reads waiting on this thread however it ends.
             struct Ending(Arc<Fresh>);
             impl Drop for Ending {
@@ -405,6 +427,13 @@ impl FetchThread {
             let _ending = Ending(handed.clone());
             let mut fetcher = PieceFetcher::new(repo);
             for (ask, answer) in asked {
+                if ended.load(Ordering::Relaxed) {
+                    if let Ask::Chunks { chunks, .. } = &ask {
+                        handed.settle(chunks);
+                    }
+                    let _ = answer.send(Err("the mount is ending".into()));
+                    continue;
+                }
                 let mut settled = Vec::new();
                 let done = match ask {
                     Ask::Nodes { file, path } => {
@@ -440,7 +469,12 @@ impl FetchThread {
                 let _ = answer.send(done.map_err(|e| e.to_string()));
             }
         });
-        FetchThread { asks, fresh }
+        FetchThread {
+            asks: Some(asks),
+            fresh,
+            ending,
+            thread: Some(thread),
+        }
     }
 
     /// Asks without waiting; a failure is for the read that then misses to meet.
@@ -465,7 +499,11 @@ impl FetchThread {
             Ask::Nodes { .. } => Vec::new(),
         };
         self.fresh.expect(&chunks);
-        self.asks.send((ask, answer)).map_err(|_| {
+        let sent = match &self.asks {
+            Some(asks) => asks.send((ask, answer)).map_err(|_| ()),
+            None => Err(()),
+        };
+        sent.map_err(|_| {
             self.fresh.settle(&chunks);
             "the fetch thread has ended".to_string()
         })
