@@ -1019,9 +1019,20 @@ fn worktree_mount_takes_changes(passthrough: bool) {
     );
     assert!(std::fs::read(out.join("film.bin")).unwrap() == film);
     // A folder of 2,000 small files copied out is fetched in batches as
-    // it is read in order, not one request per file.
+    // it is read in order, not one request per file, over connections
+    // kept between batches (one per fetch at once: the reader's and two
+    // ahead), and the hub is told of the new copies at most every five
+    // seconds (dmv_sync::TELL_EVERY), not once a batch.
     let requests = || server.log.lock().unwrap().len();
+    let of_kind = |from: usize, kind: &str| {
+        let log = server.log.lock().unwrap();
+        log[from..]
+            .iter()
+            .filter(|l| l.contains(&format!("/dmv/{kind} ")))
+            .count()
+    };
     let before = requests();
+    let copying = Instant::now();
     let cp = Command::new("cp")
         .arg("-r")
         .arg(m.path("many"))
@@ -1034,6 +1045,11 @@ fn worktree_mount_takes_changes(passthrough: bool) {
         String::from_utf8_lossy(&cp.stderr)
     );
     let made = requests() - before;
+    let tells_due = 1 + copying.elapsed().as_secs() / 5;
+    // A tell finding no kept connection idle makes one of its own.
+    let hellos = of_kind(before, "hello") as u64;
+    assert!(hellos <= 3 + tells_due, "{hellos} connections made");
+    assert!(of_kind(before, "put-locations") as u64 <= tells_due);
     for i in [0, 1, 9, 10, 1000, 1999] {
         let copied = std::fs::read(t.path().join(format!("many-out/f{i:05}.txt"))).unwrap();
         assert_eq!(copied, format!("file {i}\n").repeat(i % 7).into_bytes());

@@ -22,6 +22,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use dmv_repo::store::object::EntryKind;
 use dmv_repo::store::ObjectId;
 use dmv_repo::Repository;
+use dmv_sync::VersionFetcher;
 use fuser::{
     BackingId, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
     InitFlags, KernelConfig, LockOwner, Notifier, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate,
@@ -154,6 +155,9 @@ pub struct WorktreeFs {
     runs: Mutex<Runs>,
     /// The versions being fetched ahead, and the signal that a fetch ahead ended.
     ahead: Arc<(Mutex<Ahead>, Condvar)>,
+    /// Whole absent files fetched, now and ahead, over connections kept
+    /// between fetches.
+    fetcher: Arc<VersionFetcher<'static>>,
     /// The kernel maps files read with direct I/O (Linux 6.6).
     direct: AtomicBool,
     /// What `dmv mount --status` shows; its `passthrough` says whether the
@@ -192,12 +196,23 @@ pub struct DirstateWatch {
     rule_stamps: Mutex<Option<[Option<SystemTime>; 2]>>,
     /// Why the dirstate could not be read last time, said once.
     unread: Mutex<Option<String>>,
+    /// Told here of the copies fetched a while ago, so a mount left
+    /// running after a copy does not keep them from the hub until it ends.
+    fetcher: Arc<VersionFetcher<'static>>,
 }
 
 impl DirstateWatch {
     /// Reads the dirstate again if it changed, and tells the kernel.
     /// Not from within a request: the kernel may wait on one to finish.
     pub fn tick(&self) {
+        // On a thread of its own: a hub slow to answer must not hold back
+        // what the kernel is told.
+        if self.fetcher.tell_due() {
+            let fetcher = self.fetcher.clone();
+            let _ = std::thread::Builder::new()
+                .name("dmv-mount-tell".into())
+                .spawn(move || fetcher.tell_now());
+        }
         let stamps = lock_rule_stamps(self.repo);
         let rule_changed = lock(&self.rule_stamps).replace(stamps) != Some(stamps);
         if rule_changed {
@@ -341,6 +356,7 @@ impl WorktreeFs {
             lock_rule: Arc::default(),
             runs: Mutex::new(Runs::default()),
             ahead: Arc::default(),
+            fetcher: Arc::new(VersionFetcher::new(repo)),
             direct: AtomicBool::new(false),
             backing: Mutex::new(HashMap::new()),
             open: Mutex::new(HashMap::new()),
@@ -480,6 +496,7 @@ impl WorktreeFs {
             lock_rule: self.lock_rule.clone(),
             rule_stamps: Mutex::new(None),
             unread: Mutex::new(None),
+            fetcher: self.fetcher.clone(),
         }
     }
 
@@ -724,12 +741,9 @@ impl WorktreeFs {
                 .chain(along.iter().map(|(p, f)| (p.clone(), f.entry())));
             let bringing = self.reader.bringing();
             let hand = &mut |id: &ObjectId, content: &[u8]| bringing.arrived(id, content);
-            let fetched = dmv_sync::fetch_versions_along(
-                self.repo,
-                versions,
-                dmv_sync::Along::Hand(hand),
-                &dmv_sync::Silent,
-            );
+            let fetched =
+                self.fetcher
+                    .fetch(versions, dmv_sync::Along::Hand(hand), &dmv_sync::Silent);
             self.noting().fetched(path, file.size, &along, fetched);
         }
         if !ahead.is_empty() {
@@ -765,19 +779,15 @@ impl WorktreeFs {
             self.ahead.clone(),
             files.iter().map(|(_, f)| f.id).collect(),
         );
-        let (repo, noting, path) = (self.repo, self.noting(), path.to_vec());
+        let (fetcher, noting, path) = (self.fetcher.clone(), self.noting(), path.to_vec());
         let bringing = self.reader.bringing();
         let started = std::thread::Builder::new()
             .name("dmv-mount-ahead".into())
             .spawn(move || {
                 let versions = files.iter().map(|(p, f)| (p.clone(), f.entry()));
                 let hand = &mut |id: &ObjectId, content: &[u8]| bringing.arrived(id, content);
-                let fetched = dmv_sync::fetch_versions_along(
-                    repo,
-                    versions,
-                    dmv_sync::Along::Hand(hand),
-                    &dmv_sync::Silent,
-                );
+                let fetched =
+                    fetcher.fetch(versions, dmv_sync::Along::Hand(hand), &dmv_sync::Silent);
                 noting.fetched(&path, 0, &files, fetched);
                 drop(done);
             });
@@ -917,6 +927,10 @@ fn free(
 }
 
 impl Filesystem for WorktreeFs {
+    fn destroy(&mut self) {
+        self.fetcher.tell_now();
+    }
+
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
         let _ = config.set_max_readahead(1 << 20);
         let _ = config.add_capabilities(InitFlags::FUSE_BIG_WRITES);

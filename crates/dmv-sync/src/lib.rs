@@ -82,6 +82,7 @@ pub use operations::repair::{repair, Repaired};
 pub use operations::replay::{cherry_pick, merge, merge_squash, rebase, revert};
 pub use operations::send::{send_objects, PushRef};
 pub use operations::union_logs::{join_union_logs, send_union_logs};
+pub use operations::version_fetcher::{VersionFetcher, TELL_EVERY};
 pub use protocol::error::{
     full_file_system, AddressError, Refusal, SyncError, SyncResult, TransportError, Violation,
 };

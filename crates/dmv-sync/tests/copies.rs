@@ -7,8 +7,9 @@
 use dmv_fixtures::{absent_in, holders, Fleet, Replica};
 use dmv_repo::ref_names::branch_ref;
 use dmv_repo::{RepoError, Silent};
-use dmv_sync::{DropOptions, Reach, Refusal, SyncError};
+use dmv_sync::{Along, DropOptions, Reach, Refusal, SyncError};
 use dmv_testkit::noise;
+use std::time::Duration;
 
 const FILE: usize = 200 * 1024;
 
@@ -587,6 +588,60 @@ fn drop_unwanted_frees_what_the_slice_lets_go_and_drop_rev_frees_an_old_version(
     assert!(!present_at(&cam, "HEAD~2", "f00/p0.raw"));
     assert_eq!(cam.present(), ["f01/p0.raw"]);
     cam.assert_fsck_clean();
+}
+
+/// A reader that fetches again and again (a mount copying a folder out
+/// fetches a batch every few hundred milliseconds) tells the hub of its
+/// new copies once for many fetches: a hub merged each fetch's news into
+/// its log, most of its work. Until told, the hub's log does not name the
+/// phone; once told (when due, or as the fetcher ends), it names it for
+/// each file fetched and no other. A drop made here meanwhile, told at
+/// once, still wins over the older copy told after it.
+#[test]
+fn a_version_fetcher_tells_the_hub_of_many_fetches_at_once() {
+    let fleet = Fleet::new();
+    let paths: Vec<String> = (0..6).map(|i| format!("f{i:02}/p0.raw")).collect();
+    let files: Vec<(&str, u64)> = paths
+        .iter()
+        .zip(1..)
+        .map(|(p, s)| (p.as_str(), s))
+        .collect();
+    studio(&fleet, "src", &files, FILE);
+    let phone = fleet.partial("phone", "meta");
+    let phone_id = phone.repo.copies().replica_id().unwrap().to_string();
+    let head = phone.repo.head_commit().unwrap().unwrap();
+    let versions = phone.repo.history().files_to_archive(&head, &[]).unwrap();
+    assert_eq!(versions.len(), 6);
+    let told = |path: &str| holders(&fleet.hub(), path).contains(&phone_id);
+
+    let fetcher = dmv_sync::VersionFetcher::new(&phone.repo).telling_every(Duration::MAX);
+    for version in &versions[..5] {
+        let fetched = fetcher.fetch([version.clone()], Along::Nothing, &Silent);
+        assert_eq!(fetched.unwrap(), 1);
+    }
+    assert_eq!(phone.present(), &paths[..5]);
+    assert!(
+        paths.iter().all(|p| !told(p)),
+        "nothing told before it is due"
+    );
+    assert!(!fetcher.tell_due());
+    // Dropped here (the hub holds it: one copy confirmed), and told so.
+    phone.drop_data(&["f04/p0.raw"], 1).unwrap();
+    assert_eq!(phone.present(), &paths[..4]);
+    drop(fetcher);
+    for path in &paths[..4] {
+        assert!(told(path), "{path} told as the fetcher ended");
+    }
+    assert!(!told("f04/p0.raw"), "the drop is newer than the copy");
+    assert!(!told("f05/p0.raw"), "never fetched");
+
+    // Due at once: each fetch tells.
+    let fetcher = dmv_sync::VersionFetcher::new(&phone.repo).telling_every(Duration::ZERO);
+    let fetched = fetcher.fetch([versions[5].clone()], Along::Nothing, &Silent);
+    assert_eq!(fetched.unwrap(), 1);
+    assert!(told("f05/p0.raw"));
+    assert!(!fetcher.tell_due());
+    phone.assert_fsck_clean();
 }
 
 /// A fetch never told the source it now held the data (issue 42, item 4):

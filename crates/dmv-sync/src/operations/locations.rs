@@ -255,24 +255,48 @@ pub(crate) fn tell_of_drop(repo: &Repository, remote: &mut dyn Remote, files: &[
 }
 
 fn tell_of_copies(repo: &Repository, remote: &mut dyn Remote, files: &[ObjectId], present: bool) {
-    if files.is_empty() || !remote.takes_pieces_of_logs() {
-        return;
-    }
+    tell_of_records(repo, remote, copy_records(repo, files, present));
+}
+
+/// Records saying this replica holds `files` from now on (or, not
+/// `present`, no longer), stamped now: told later (see
+/// [`tell_of_records`]), a drop here after them, stamped later, still
+/// wins wherever both arrive. Empty when this replica has no id.
+pub(crate) fn copy_records(
+    repo: &Repository,
+    files: &[ObjectId],
+    present: bool,
+) -> Vec<LocationRecord> {
     let Ok(me) = repo.copies().replica_id() else {
-        return;
+        return Vec::new();
     };
     let stamp = Stamp {
         time_ns: now_ns(),
         present,
     };
-    let records = files
+    files
         .iter()
         .map(|key| LocationRecord {
             key: *key,
             replica: me,
             stamp,
         })
-        .collect();
+        .collect()
+}
+
+/// Gives a remote `records` of this replica's copies, as
+/// [`tell_of_new_copies`] does. Best effort.
+pub(crate) fn tell_of_records(
+    repo: &Repository,
+    remote: &mut dyn Remote,
+    records: Vec<LocationRecord>,
+) {
+    if records.is_empty() || !remote.takes_pieces_of_logs() {
+        return;
+    }
+    let Ok(me) = repo.copies().replica_id() else {
+        return;
+    };
     if let Ok(pages) = repo.copies().location_pages_of(records) {
         let _ = remote.put_locations(me, pages);
     }

@@ -42,3 +42,4 @@ pub(crate) mod repair;
 pub(crate) mod replay;
 pub(crate) mod send;
 pub(crate) mod union_logs;
+pub(crate) mod version_fetcher;

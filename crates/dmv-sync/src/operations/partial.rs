@@ -8,17 +8,19 @@ use dmv_repo::store::object::EntryKind;
 use dmv_repo::store::ObjectId;
 use dmv_repo::tree::flatten;
 use dmv_repo::{
-    EarlyCheckout, FlatEntry, Phase, Progress, RepoError, Repository, Resolution, Resolved, Slice,
+    EarlyCheckout, FlatEntry, LocationRecord, Phase, Progress, RepoError, Repository, Resolution,
+    Resolved, Slice,
 };
 
 use crate::operations::address_book::{holders_to_ask, stranger_spec};
-use crate::operations::locations::{exchange_locations, takes_logs_lazily};
+use crate::operations::locations::{copy_records, exchange_locations, takes_logs_lazily};
 use crate::operations::named_remotes::{find_remote, remotes_in_order};
 use crate::operations::reach::{Reach, ReachBook};
-use crate::operations::receive::{fetch_file_data, Along};
+use crate::operations::receive::{fetch_file_data, fetch_file_data_untold, Along};
 use crate::operations::remote_spec::RemoteSpec;
 use crate::protocol::location_run::holder_names;
 use crate::protocol::objects::TransferStats;
+use crate::transport::remote::Remote;
 use crate::{SyncError, SyncResult};
 use dmv_repo::ref_names::BRANCHES;
 
@@ -89,18 +91,28 @@ pub fn fetch_versions_along(
     along: Along<'_>,
     progress: &dyn Progress,
 ) -> SyncResult<usize> {
-    let mut wanted = BTreeMap::new();
-    for (path, entry) in versions {
-        if repo.copies().is_absent(&entry)? {
-            wanted.entry(entry.id).or_insert(path);
-        }
-    }
+    let wanted = absent_of(repo, versions)?;
     if wanted.is_empty() {
         return Ok(0);
     }
     fetch_from_remotes(repo, &wanted, None, along, progress)?;
     repo.tidy_store();
     Ok(wanted.len())
+}
+
+/// Those of `versions` whose data this replica lacks, each once with a
+/// path naming it.
+pub(crate) fn absent_of(
+    repo: &Repository,
+    versions: impl IntoIterator<Item = (Vec<u8>, FlatEntry)>,
+) -> SyncResult<BTreeMap<ObjectId, Vec<u8>>> {
+    let mut wanted = BTreeMap::new();
+    for (path, entry) in versions {
+        if repo.copies().is_absent(&entry)? {
+            wanted.entry(entry.id).or_insert(path);
+        }
+    }
+    Ok(wanted)
 }
 
 /// `resolve` in any replica: in a partial one the versions the resolution
@@ -236,6 +248,20 @@ fn fetch_from_remotes(
     along: Along<'_>,
     progress: &dyn Progress,
 ) -> SyncResult<(Vec<String>, TransferStats)> {
+    fetch_keeping(repo, wanted, name, along, progress, None)
+}
+
+/// [`fetch_from_remotes`], with `keeping`: its connection asked first, the
+/// one that gave something kept in it, and the new copies left in it to
+/// tell (see [`Keeping`]).
+pub(crate) fn fetch_keeping(
+    repo: &Repository,
+    wanted: &BTreeMap<ObjectId, Vec<u8>>,
+    name: Option<&str>,
+    along: Along<'_>,
+    progress: &dyn Progress,
+    keeping: Option<&mut Keeping>,
+) -> SyncResult<(Vec<String>, TransferStats)> {
     let mut book = ReachBook::load(repo);
     let sources = match name {
         Some(n) => vec![Source {
@@ -246,9 +272,46 @@ fn fetch_from_remotes(
     };
     // A replica that takes logs lazily learns who else holds the data only once its remotes lack it.
     let learn = (name.is_none() && takes_logs_lazily(repo)).then_some(learn_holders as Learn);
-    let fetched = fetch_in_turn(repo, &mut book, wanted, sources, learn, along, progress);
+    let asking = Asking { sources, learn };
+    let fetched = fetch_in_turn(repo, &mut book, wanted, asking, along, progress, keeping);
     book.save();
     fetched
+}
+
+/// The replicas to ask in turn, and how to find more once they are asked.
+struct Asking {
+    sources: Vec<Source>,
+    learn: Option<Learn>,
+}
+
+/// This replica's new copies not told yet to the replicas they came from:
+/// by the source's URL, how to reach it and the records to give it.
+pub(crate) type Untold = BTreeMap<String, (RemoteSpec, Vec<LocationRecord>)>;
+
+/// What a reader that fetches again and again keeps between fetches
+/// (see [`crate::VersionFetcher`]): a connection that answered, and the
+/// copies fetched that the replicas they came from were not told of yet.
+#[derive(Default)]
+pub(crate) struct Keeping {
+    pub(crate) connection: Option<Kept>,
+    pub(crate) untold: Untold,
+}
+
+impl Keeping {
+    fn note_untold(&mut self, spec: &RemoteSpec, records: Vec<LocationRecord>) {
+        self.untold
+            .entry(spec.url.clone())
+            .or_insert_with(|| (spec.clone(), Vec::new()))
+            .1
+            .extend(records);
+    }
+}
+
+/// A connection kept between fetches, with the replica it reaches.
+pub(crate) struct Kept {
+    pub(crate) label: String,
+    pub(crate) spec: RemoteSpec,
+    pub(crate) remote: Box<dyn Remote>,
 }
 
 /// Finds more replicas to ask for `missing` (each with a path naming it).
@@ -341,51 +404,69 @@ fn fetch_in_turn(
     repo: &Repository,
     book: &mut ReachBook,
     wanted: &BTreeMap<ObjectId, Vec<u8>>,
-    sources: Vec<Source>,
-    mut learn: Option<Learn>,
+    Asking { sources, mut learn }: Asking,
     mut along: Along<'_>,
     progress: &dyn Progress,
+    mut keeping: Option<&mut Keeping>,
 ) -> SyncResult<(Vec<String>, TransferStats)> {
     let mut missing: Vec<ObjectId> = wanted.keys().copied().collect();
     let (mut from, mut tried) = (Vec::new(), Vec::new());
     let mut stats = TransferStats::default();
     let mut sources: std::collections::VecDeque<Source> = sources.into();
     let mut asked = BTreeSet::new();
+    let mut kept = keeping.as_mut().and_then(|k| k.connection.take());
     loop {
-        let Some(Source { label: name, spec }) = sources.pop_front() else {
-            match learn.take() {
-                Some(learn) => {
-                    let named = missing.iter().map(|id| (*id, wanted[id].clone())).collect();
-                    sources.extend(learn(repo, book, &named)?);
-                    continue;
+        // A connection kept from an earlier fetch is asked first; one that
+        // fails may only have been closed while idle, so its replica is
+        // asked again, connected anew, in its turn.
+        let (name, spec, mut remote, reused) = match kept.take() {
+            Some(Kept {
+                label,
+                spec,
+                remote,
+            }) => (label, spec, remote, true),
+            None => {
+                let Some(Source { label: name, spec }) = sources.pop_front() else {
+                    match learn.take() {
+                        Some(learn) => {
+                            let named =
+                                missing.iter().map(|id| (*id, wanted[id].clone())).collect();
+                            sources.extend(learn(repo, book, &named)?);
+                            continue;
+                        }
+                        None => break,
+                    }
+                };
+                let spec = match spec {
+                    Ok(spec) if asked.contains(&spec.url) => continue,
+                    Ok(spec) => spec,
+                    Err(e) => {
+                        tried.push(format!("{name} ({e})"));
+                        continue;
+                    }
+                };
+                match book.connect(&spec) {
+                    Ok(r) => (name, spec, r, false),
+                    Err(e) => {
+                        asked.insert(spec.url.clone());
+                        tried.push(format!("{name} ({e})"));
+                        continue;
+                    }
                 }
-                None => break,
-            }
-        };
-        let spec = match spec {
-            Ok(spec) if !asked.insert(spec.url.clone()) => continue,
-            Ok(spec) => spec,
-            Err(e) => {
-                tried.push(format!("{name} ({e})"));
-                continue;
-            }
-        };
-        let mut remote = match book.connect(&spec) {
-            Ok(r) => r,
-            Err(e) => {
-                tried.push(format!("{name} ({e})"));
-                continue;
             }
         };
         let has = match remote.has(&missing) {
             Ok(has) => has,
+            Err(e) if reused && e.is_remote_failure() => continue,
             Err(e) if e.is_remote_failure() => {
+                asked.insert(spec.url.clone());
                 book.failed(&spec.url, &e);
                 tried.push(format!("{name} ({e})"));
                 continue;
             }
             Err(e) => return Err(e),
         };
+        asked.insert(spec.url.clone());
         let here: Vec<ObjectId> = missing
             .iter()
             .zip(&has)
@@ -398,20 +479,37 @@ fn fetch_in_turn(
         }
         progress.phase(Phase::Receiving);
         let start = Instant::now();
-        let got = fetch_file_data(repo, remote.as_mut(), &here, progress, along.again());
+        let got = match keeping.as_mut() {
+            None => fetch_file_data(repo, remote.as_mut(), &here, progress, along.again()),
+            Some(keeping) => {
+                fetch_file_data_untold(repo, remote.as_mut(), &here, progress, along.again()).map(
+                    |(stats, got)| {
+                        keeping.note_untold(&spec, copy_records(repo, &got, true));
+                        stats
+                    },
+                )
+            }
+        };
         progress.finish();
         match got {
             Ok(got) => {
                 book.transferred(&spec.url, got.chunk_bytes, start.elapsed());
                 stats.objects += got.objects;
                 stats.chunk_bytes += got.chunk_bytes;
-                from.push(name);
+                from.push(name.clone());
                 missing = missing
                     .into_iter()
                     .zip(has)
                     .filter(|(_, h)| !*h)
                     .map(|(id, _)| id)
                     .collect();
+                if let Some(keeping) = keeping.as_mut() {
+                    keeping.connection = Some(Kept {
+                        label: name,
+                        spec,
+                        remote,
+                    });
+                }
             }
             // What arrived before it failed stays; the rest from the next remote.
             Err(e) if e.is_remote_failure() => {

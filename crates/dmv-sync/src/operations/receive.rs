@@ -155,6 +155,22 @@ pub fn fetch_file_data(
     progress: &dyn Progress,
     along: Along<'_>,
 ) -> SyncResult<TransferStats> {
+    let (stats, got) = fetch_file_data_untold(repo, client, files, progress, along)?;
+    // The last request on this connection: a refusal cannot spoil another.
+    tell_of_new_copies(repo, client, &got);
+    Ok(stats)
+}
+
+/// [`fetch_file_data`] without telling the remote of this replica's new
+/// copies: returns them (the files that arrived whole, sorted) with what
+/// was received, for the caller to tell when it chooses.
+pub(crate) fn fetch_file_data_untold(
+    repo: &Repository,
+    client: &mut dyn Remote,
+    files: &[ObjectId],
+    progress: &dyn Progress,
+    along: Along<'_>,
+) -> SyncResult<(TransferStats, Vec<ObjectId>)> {
     let store = &repo.store;
     let mut session = store.begin_write()?;
     let mut found = Explored::default();
@@ -204,9 +220,7 @@ pub fn fetch_file_data(
         .copied()
         .collect();
     record_transfer(repo, source, &mut got, true)?;
-    // The last request on this connection: a refusal cannot spoil another.
-    tell_of_new_copies(repo, client, &got);
-    Ok(stats)
+    Ok((stats, got))
 }
 
 /// What the remote tells us we have: every ref and HEAD.

@@ -23,7 +23,7 @@ pub type BodyWriter<'a> =
 
 /// A way to carry one request and its answer: a pipe to `dmv serve --stdio`
 /// (local or through ssh) or an HTTP request.
-pub trait Wire {
+pub trait Wire: Send {
     fn exchange<'s>(
         &'s mut self,
         verb: Verb,

@@ -22,7 +22,7 @@ pub type LocationPageSink<'a> =
 /// A remote as the transfer code sees it, whatever carries the requests: a
 /// DMV server at the other end of a pipe or HTTP, or an object store with
 /// nothing of DMV running there.
-pub trait Remote {
+pub trait Remote: Send {
     /// The remote's URL, for messages and the location log.
     fn url(&self) -> &str;
     /// The chunking every replica of this history must use.
