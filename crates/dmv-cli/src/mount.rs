@@ -48,7 +48,10 @@ pub struct MountArgs {
 
 #[derive(Args)]
 pub struct UmountArgs {
-    /// The folder a `dmv mount` shows a revision in.
+    /// The folder a `dmv mount` shows a revision in. Returns once the
+    /// mount's process has ended (it stores what it was fetching, and
+    /// tells the replicas it fetched from), or says it is still ending
+    /// after a minute.
     #[arg(value_name = "DIR")]
     folder: PathBuf,
 }
@@ -211,6 +214,22 @@ pub fn umount(a: UmountArgs) -> Result<u8> {
     if !dmv_mount::is_mount_point(&dir) {
         bail!("{} is not a mount point", dir.display());
     }
+    let here = open_repo().ok().map(|r| r.root.clone());
+    let process = dmv_mount::mount_process(&dir, here.as_deref());
     dmv_mount::unmount(&dir)?;
+    // The mount stores what it was fetching and tells the replicas it
+    // fetched from as it ends: a command after this one (a second mount
+    // there, moving the replica) finds it ended.
+    if let Some(pid) = process {
+        if !dmv_mount::wait_ended(pid, UMOUNT_WAITS) {
+            eprintln!(
+                "dmv: unmounted {}; its process {pid} is still ending (it stores what it fetched)",
+                dir.display()
+            );
+        }
+    }
     Ok(0)
 }
+
+/// How long `dmv umount` waits for the mount's process to end.
+const UMOUNT_WAITS: Duration = Duration::from_secs(60);

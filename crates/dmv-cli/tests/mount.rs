@@ -24,6 +24,8 @@ use dmv_repo::Repository;
 struct Mounted {
     repo: PathBuf,
     dir: PathBuf,
+    /// The mount's process, as `dmv mount --background` names it.
+    pid: u32,
 }
 
 impl Mounted {
@@ -42,9 +44,16 @@ impl Mounted {
         prepare(&mut cmd);
         let out = cmd.args(&all).output().unwrap();
         assert!(out.status.success(), "dmv {all:?}: {}", stderr(&out));
+        let said = String::from_utf8_lossy(&out.stdout);
+        let pid = said
+            .split_once("(pid ")
+            .and_then(|(_, rest)| rest.split(')').next())
+            .and_then(|pid| pid.parse().ok())
+            .unwrap_or_else(|| panic!("no pid in {said:?}"));
         Mounted {
             repo: repo.to_path_buf(),
             dir: dir.to_path_buf(),
+            pid,
         }
     }
 
@@ -59,28 +68,33 @@ impl Mounted {
             .output()
             .unwrap();
         assert!(out.status.success(), "dmv umount: {}", stderr(&out));
+        // `dmv umount` returns once the mount's process has ended, its
+        // last line written.
+        // (Ended, it may wait to be reaped: a zombie, state Z.)
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid));
+        let state = stat
+            .as_deref()
+            .ok()
+            .and_then(|s| s.rsplit_once(") "))
+            .map(|(_, s)| &s[..1]);
+        assert!(
+            matches!(state, None | Some("Z")),
+            "the mount's process runs on: {stat:?}"
+        );
         let log = self.repo.join(".dmv/mount.log");
-        // The mount process writes its last line as it ends, just after the folder goes.
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
-            if let Some(last) = text.lines().rev().find(|l| l.starts_with("unmounted ")) {
-                let fetched = last
-                    .split_once(" (")
-                    .and_then(|(_, n)| n.split(' ').next())
-                    .and_then(|n| n.parse().ok())
-                    .unwrap_or(0);
-                // One line per mount: the next mount's is its own.
-                std::fs::write(&log, "").unwrap();
-                std::mem::forget(self);
-                return fetched;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the mount never said it was unmounted: {text}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let Some(last) = text.lines().rev().find(|l| l.starts_with("unmounted ")) else {
+            panic!("the mount never said it was unmounted: {text}");
+        };
+        let fetched = last
+            .split_once(" (")
+            .and_then(|(_, n)| n.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        // One line per mount: the next mount's is its own.
+        std::fs::write(&log, "").unwrap();
+        std::mem::forget(self);
+        fetched
     }
 }
 

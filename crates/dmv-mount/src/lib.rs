@@ -35,7 +35,7 @@ use dmv_repo::Repository;
 
 pub use error::MountError;
 #[cfg(any(target_os = "linux", target_os = "macos"))]
-pub use mountinfo::{in_replica_behind, is_mount_point};
+pub use mountinfo::{in_replica_behind, is_mount_point, mount_process};
 
 /// Where a folder lies in the replica a worktree mount above it shows:
 /// mounts are Linux's and macOS's only for now.
@@ -49,7 +49,13 @@ pub fn in_replica_behind(_dir: &Path) -> Option<std::path::PathBuf> {
 pub fn is_mount_point(_dir: &Path) -> bool {
     false
 }
-pub use status::{running_mounts, MountStatus};
+
+/// The process serving a mount: mounts are Linux's and macOS's only for now.
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+pub fn mount_process(_dir: &Path, _replica: Option<&Path>) -> Option<u32> {
+    None
+}
+pub use status::{running_mounts, wait_ended, MountStatus};
 pub use unmount::unmount;
 
 /// What a mount shows.

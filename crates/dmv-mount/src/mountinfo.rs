@@ -125,6 +125,25 @@ fn in_replica_behind_by(table: impl IntoIterator<Item = Mount>, dir: &Path) -> O
     }
 }
 
+/// The process serving the DMV mount at `dir` (canonical), as the list of
+/// running mounts of its replica says: the replica the mount names as its
+/// source (a worktree mount), else `replica` (the one a command runs in).
+pub fn mount_process(dir: &Path, replica: Option<&Path>) -> Option<u32> {
+    let wanted = dir.as_os_str().as_bytes();
+    let named = mounts_now()
+        .into_iter()
+        .filter(|m| DMV_TYPES.contains(&&m.fs_type[..]) && m.point == wanted)
+        .find(|m| m.source.starts_with(b"/"))
+        .map(|m| PathBuf::from(std::ffi::OsStr::from_bytes(&m.source)));
+    named
+        .iter()
+        .map(PathBuf::as_path)
+        .chain(replica)
+        .flat_map(|root| running_mounts(&root.join(".dmv")))
+        .find(|m| m.dir == dir)
+        .map(|m| m.pid)
+}
+
 /// The innermost DMV mount at or above `dir` whose source is an absolute
 /// path: its mount point and its source, the replica it shows.
 fn innermost_dmv_mount(

@@ -125,8 +125,50 @@ pub fn running_mounts(dmv_dir: &Path) -> Vec<MountStatus> {
     found
 }
 
-fn alive(pid: u32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists() && pid != 0
+/// Whether process `pid` runs: one that ended but was not yet reaped
+/// (a zombie) does not.
+pub(crate) fn alive(pid: u32) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        // `PID (NAME) STATE …`: the state follows the last parenthesis.
+        let Ok(stat) = std::fs::read(format!("/proc/{pid}/stat")) else {
+            return false;
+        };
+        let state = stat
+            .iter()
+            .rposition(|b| *b == b')')
+            .and_then(|end| stat.get(end + 2));
+        pid != 0 && state.is_some_and(|s| *s != b'Z')
+    }
+    #[cfg(target_os = "macos")]
+    {
+        let Ok(pid) = libc::pid_t::try_from(pid) else {
+            return false;
+        };
+        // Signal 0 only asks; EPERM: it runs, as another user.
+        // SAFETY: kill with signal 0 sends nothing.
+        pid != 0
+            && (unsafe { libc::kill(pid, 0) } == 0
+                || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
+    {
+        // No mount runs here.
+        let _ = pid;
+        false
+    }
+}
+
+/// Waits until process `pid` has ended, for at most `within`; whether it has.
+pub fn wait_ended(pid: u32, within: std::time::Duration) -> bool {
+    let deadline = std::time::Instant::now() + within;
+    while alive(pid) {
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    true
 }
 
 #[cfg(test)]
