@@ -396,6 +396,42 @@ fn hub_and_meta_clone(root: &Path, src: &Path) -> (HttpServer, PathBuf) {
     (server, phone)
 }
 
+/// A worktree mount tells the hub of the copies a `cp -r` fetched (not
+/// after each batch, see `dmv_sync::TELL_EVERY`): a hub down when the
+/// tell is due is told later, once it is back, at the latest as the mount
+/// ends.
+#[test]
+fn a_hub_down_when_a_mount_tells_of_its_copies_is_told_once_back() {
+    if lacks(&[Need::Fuse]) {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let src = project(t.path());
+    let (mut server, phone) = hub_and_meta_clone(t.path(), &src);
+    let holders = |path: &str| dmv(&t.path().join("hub"), &["whereis", path]);
+    assert!(!holders("many/f01000.txt").contains("phone"));
+    let m = Mounted::new(&phone, &t.path().join("mnt"), &["--worktree"]);
+    let cp = Command::new("cp")
+        .arg("-r")
+        .arg(m.path("many"))
+        .arg(t.path().join("many-out"))
+        .output()
+        .unwrap();
+    assert!(
+        cp.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cp.stderr)
+    );
+    // Down past the next tell (due 5 s after the last, or the mount's start).
+    server.kill();
+    std::thread::sleep(Duration::from_secs(6));
+    let config = server.config.clone();
+    let _server = HttpServer::start_with(&config, server.port);
+    m.unmount();
+    let said = holders("many/f01000.txt");
+    assert!(said.contains("phone"), "{said}");
+}
+
 #[test]
 fn a_meta_replica_mounted_fetches_only_the_chunks_reads_touch_and_keeps_them() {
     if lacks(&[Need::Fuse]) {

@@ -255,7 +255,7 @@ pub(crate) fn tell_of_drop(repo: &Repository, remote: &mut dyn Remote, files: &[
 }
 
 fn tell_of_copies(repo: &Repository, remote: &mut dyn Remote, files: &[ObjectId], present: bool) {
-    tell_of_records(repo, remote, copy_records(repo, files, present));
+    let _ = tell_of_records(repo, remote, copy_records(repo, files, present));
 }
 
 /// Records saying this replica holds `files` from now on (or, not
@@ -285,19 +285,22 @@ pub(crate) fn copy_records(
 }
 
 /// Gives a remote `records` of this replica's copies, as
-/// [`tell_of_new_copies`] does. Best effort.
+/// [`tell_of_new_copies`] does. Best effort: false only when the remote
+/// could not be asked (it failed, or its connection did), for a caller
+/// that may ask again on another.
 pub(crate) fn tell_of_records(
     repo: &Repository,
     remote: &mut dyn Remote,
     records: Vec<LocationRecord>,
-) {
+) -> bool {
     if records.is_empty() || !remote.takes_pieces_of_logs() {
-        return;
+        return true;
     }
     let Ok(me) = repo.copies().replica_id() else {
-        return;
+        return true;
     };
-    if let Ok(pages) = repo.copies().location_pages_of(records) {
-        let _ = remote.put_locations(me, pages);
+    match repo.copies().location_pages_of(records) {
+        Ok(pages) => !matches!(remote.put_locations(me, pages), Err(e) if e.is_remote_failure()),
+        Err(_) => true,
     }
 }

@@ -117,7 +117,8 @@ impl<'r> VersionFetcher<'r> {
     }
 
     /// Tells each replica data came from of the copies made here since it
-    /// was told last. Best effort, as after a `get`.
+    /// was told last. Best effort, as after a `get`: what a replica could
+    /// not be asked (a hub restarting) waits for the next tell.
     pub fn tell_now(&self) {
         let untold = {
             let mut untold = lock(&self.untold);
@@ -125,27 +126,39 @@ impl<'r> VersionFetcher<'r> {
             std::mem::take(&mut untold.0)
         };
         let mut book = None;
+        let mut unasked = Untold::new();
         for (url, (spec, records)) in untold {
             let kept = {
                 let mut idle = lock(&self.idle);
                 let at = idle.iter().position(|k| k.spec.url == url);
                 at.map(|at| idle.swap_remove(at))
             };
-            match kept {
-                Some(mut kept) => {
-                    tell_of_records(self.repo, kept.remote.as_mut(), records);
+            // A kept connection may have been closed while idle: the
+            // records then go over a new one.
+            if let Some(mut kept) = kept {
+                if tell_of_records(self.repo, kept.remote.as_mut(), records.clone()) {
                     lock(&self.idle).push(kept);
+                    continue;
                 }
-                None => {
-                    let book = book.get_or_insert_with(|| ReachBook::load(self.repo));
-                    if let Ok(mut remote) = book.connect(&spec) {
-                        tell_of_records(self.repo, remote.as_mut(), records);
-                    }
-                }
+            }
+            let book = book.get_or_insert_with(|| ReachBook::load(self.repo));
+            let told = match book.connect(&spec) {
+                Ok(mut remote) => tell_of_records(self.repo, remote.as_mut(), records.clone()),
+                Err(_) => false,
+            };
+            if !told {
+                unasked.insert(url, (spec, records));
             }
         }
         if let Some(book) = book {
             book.save();
+        }
+        if !unasked.is_empty() {
+            let mut untold = lock(&self.untold);
+            for (url, (spec, records)) in unasked {
+                let waiting = untold.0.entry(url).or_insert_with(|| (spec, Vec::new()));
+                waiting.1.extend(records);
+            }
         }
     }
 }
