@@ -107,6 +107,21 @@ impl Drop for Mounted {
     }
 }
 
+/// `cp -r FROM TO`, as a person copies a folder out of a mount.
+fn copy_out(from: &Path, to: &Path) {
+    let cp = Command::new("cp")
+        .arg("-r")
+        .arg(from)
+        .arg(to)
+        .output()
+        .unwrap();
+    assert!(
+        cp.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cp.stderr)
+    );
+}
+
 fn mounted_at(dir: &Path) -> bool {
     std::fs::read_to_string("/proc/self/mountinfo")
         .unwrap()
@@ -411,17 +426,7 @@ fn a_hub_down_when_a_mount_tells_of_its_copies_is_told_once_back() {
     let holders = |path: &str| dmv(&t.path().join("hub"), &["whereis", path]);
     assert!(!holders("many/f01000.txt").contains("phone"));
     let m = Mounted::new(&phone, &t.path().join("mnt"), &["--worktree"]);
-    let cp = Command::new("cp")
-        .arg("-r")
-        .arg(m.path("many"))
-        .arg(t.path().join("many-out"))
-        .output()
-        .unwrap();
-    assert!(
-        cp.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cp.stderr)
-    );
+    copy_out(&m.path("many"), &t.path().join("many-out"));
     // Down past the next tell (due 5 s after the last, or the mount's start).
     server.kill();
     std::thread::sleep(Duration::from_secs(6));
@@ -1056,17 +1061,7 @@ fn worktree_mount_takes_changes(passthrough: bool) {
     drop(open);
     // A folder copied out, fetched as it goes.
     let out = t.path().join("out");
-    let cp = Command::new("cp")
-        .arg("-r")
-        .arg(m.path("media"))
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        cp.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cp.stderr)
-    );
+    copy_out(&m.path("media"), &out);
     assert!(std::fs::read(out.join("film.bin")).unwrap() == film);
     // A folder of 2,000 small files copied out is fetched in batches as
     // it is read in order, not one request per file, over connections
@@ -1083,17 +1078,7 @@ fn worktree_mount_takes_changes(passthrough: bool) {
     };
     let before = requests();
     let copying = Instant::now();
-    let cp = Command::new("cp")
-        .arg("-r")
-        .arg(m.path("many"))
-        .arg(t.path().join("many-out"))
-        .output()
-        .unwrap();
-    assert!(
-        cp.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cp.stderr)
-    );
+    copy_out(&m.path("many"), &t.path().join("many-out"));
     let made = requests() - before;
     let tells_due = 1 + copying.elapsed().as_secs() / 5;
     // A tell finding no kept connection idle makes one of its own.
