@@ -297,14 +297,13 @@ pub(crate) struct Keeping {
     pub(crate) untold: Untold,
 }
 
-impl Keeping {
-    fn note_untold(&mut self, spec: &RemoteSpec, records: Vec<LocationRecord>) {
-        self.untold
-            .entry(spec.url.clone())
-            .or_insert_with(|| (spec.clone(), Vec::new()))
-            .1
-            .extend(records);
-    }
+/// Adds `records`, to be given to the replica `spec` reaches, to `untold`.
+pub(crate) fn note_untold(untold: &mut Untold, spec: &RemoteSpec, records: Vec<LocationRecord>) {
+    untold
+        .entry(spec.url.clone())
+        .or_insert_with(|| (spec.clone(), Vec::new()))
+        .1
+        .extend(records);
 }
 
 /// A connection kept between fetches, with the replica it reaches.
@@ -484,7 +483,7 @@ fn fetch_in_turn(
             Some(keeping) => {
                 fetch_file_data_untold(repo, remote.as_mut(), &here, progress, along.again()).map(
                     |(stats, got)| {
-                        keeping.note_untold(&spec, copy_records(repo, &got, true));
+                        note_untold(&mut keeping.untold, &spec, copy_records(repo, &got, true));
                         stats
                     },
                 )

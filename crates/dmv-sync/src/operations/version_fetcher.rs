@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use dmv_repo::{FlatEntry, Progress, Repository};
 
 use crate::operations::locations::tell_of_records;
-use crate::operations::partial::{absent_of, fetch_keeping, Keeping, Kept, Untold};
+use crate::operations::partial::{absent_of, fetch_keeping, note_untold, Keeping, Kept, Untold};
 use crate::operations::reach::ReachBook;
 use crate::operations::receive::Along;
 use crate::SyncResult;
@@ -89,19 +89,8 @@ impl<'r> VersionFetcher<'r> {
             }
         }
         // What arrived before a failure is here, and is told all the same.
-        let due = {
-            let mut untold = lock(&self.untold);
-            for (url, (spec, records)) in keeping.untold {
-                untold
-                    .0
-                    .entry(url)
-                    .or_insert_with(|| (spec, Vec::new()))
-                    .1
-                    .extend(records);
-            }
-            untold.1.elapsed() >= self.tell_every
-        };
-        if due {
+        self.wait_to_tell(keeping.untold);
+        if self.tell_due() {
             self.tell_now();
         }
         fetched?;
@@ -153,12 +142,14 @@ impl<'r> VersionFetcher<'r> {
         if let Some(book) = book {
             book.save();
         }
-        if !unasked.is_empty() {
-            let mut untold = lock(&self.untold);
-            for (url, (spec, records)) in unasked {
-                let waiting = untold.0.entry(url).or_insert_with(|| (spec, Vec::new()));
-                waiting.1.extend(records);
-            }
+        self.wait_to_tell(unasked);
+    }
+
+    /// Adds `more` to the copies waiting to be told.
+    fn wait_to_tell(&self, more: Untold) {
+        let mut untold = lock(&self.untold);
+        for (spec, records) in more.into_values() {
+            note_untold(&mut untold.0, &spec, records);
         }
     }
 }
