@@ -2,6 +2,7 @@
 //! never a damaged repository, and a retried commit succeeds.
 
 use crate::common;
+use common::remote::commit_all;
 use common::*;
 
 use std::path::Path;
@@ -263,6 +264,66 @@ fn gc_killed_before_deleting_loses_nothing() {
     let gone = dmv_out(d, &["cat", &doomed_rev]);
     assert!(!gone.status.success(), "the unreachable commit survived gc");
     assert!(dmv_out(d, &["fsck", "--full"]).status.success());
+}
+
+/// A gc killed once its old packs are gone leaves a multi-pack index
+/// naming none of them: it is rewritten before they go (a mount's process
+/// ending while its cache budget freed data left one naming a deleted
+/// pack, which fsck calls damage).
+#[test]
+fn gc_killed_after_deleting_leaves_an_index_of_the_packs_left() {
+    let repo = new_repo();
+    let d = repo.path();
+    std::fs::write(d.join("kept.txt"), "kept\n").unwrap();
+    commit_all(d, "first");
+    dmv(d, &["switch", "-c", "doomed"]);
+    write_noise(&d.join("doomed.bin"), 1 << 20, 7);
+    commit_all(d, "doomed");
+    dmv(d, &["switch", "main"]);
+    // The multi-pack index now covers the one pack there is, which holds
+    // what the branch's deletion makes garbage: gc rewrites that pack.
+    dmv(d, &["gc"]);
+    dmv(d, &["branch", "-D", "doomed"]);
+    let packs_before = pack_names(d);
+    let out = dmv_cmd(d)
+        .args(["gc", "--prune-reflog", "--prune=now"])
+        .env("DMV_FAILPOINT", "gc-after-delete")
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success() && stderr(&out).contains("gc-after-delete"),
+        "{}",
+        stderr(&out)
+    );
+    // The covered pack went.
+    let left = pack_names(d);
+    assert!(
+        packs_before.iter().all(|p| !left.contains(p)),
+        "{packs_before:?} {left:?}"
+    );
+    let fsck = dmv_out(d, &["fsck", "--full"]);
+    assert!(
+        fsck.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&fsck.stdout),
+        stderr(&fsck)
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.join("kept.txt")).unwrap(),
+        "kept\n"
+    );
+    assert_eq!(dmv(d, &["cat", "HEAD:kept.txt"]), "kept\n");
+    dmv(d, &["gc", "--prune-reflog", "--prune=now"]);
+    assert!(dmv_out(d, &["fsck", "--full"]).status.success());
+}
+
+/// The packs in a repository's store, by file name.
+fn pack_names(d: &Path) -> Vec<String> {
+    std::fs::read_dir(d.join(".dmv/objects/packs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("pack-") && n.ends_with(".pack"))
+        .collect()
 }
 
 /// `commit -a` stores its changes and its commit in one pack, and saves the

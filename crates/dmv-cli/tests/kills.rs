@@ -369,7 +369,11 @@ fn scenarios() -> Vec<Scenario> {
     ));
     all.push(local(
         "gc",
-        [STORE_POINTS.as_slice(), &["gc-before-delete"]].concat(),
+        [
+            STORE_POINTS.as_slice(),
+            &["gc-before-delete", "gc-after-delete"],
+        ]
+        .concat(),
         |_| {
             ["gc", "--prune", "now", "--prune-reflog"]
                 .map(String::from)

@@ -1326,9 +1326,16 @@ fn a_worktree_mount_keeps_its_reads_within_the_cache_size() {
         std::fs::read_to_string(phone.join("many/f00002.txt")).unwrap(),
         "file 2\n".repeat(2) + "mine\n"
     );
-    // Read again, from the hub.
+    // Read again, from the hub. The mount waits, as it ends, for what
+    // it writes to the store (freeing, fetching): nothing is cut off.
     assert!(std::fs::read(m.path("media/film.bin")).unwrap() == film);
     m.unmount();
+    let packs = std::fs::read_dir(phone.join(".dmv/objects/packs")).unwrap();
+    let cut_off: Vec<_> = packs
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp-") || n.starts_with("tmp-"))
+        .collect();
+    assert!(cut_off.is_empty(), "{cut_off:?}");
     let log = std::fs::read_to_string(phone.join(".dmv/mount.log")).unwrap_or_default();
     assert!(!log.contains("cannot free"), "{log}");
     // Shown only when the test fails: what the mount freed, and when.

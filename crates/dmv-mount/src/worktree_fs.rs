@@ -17,7 +17,7 @@ use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use dmv_repo::store::object::EntryKind;
 use dmv_repo::store::ObjectId;
@@ -51,6 +51,10 @@ const ABSENT_KEPT: Duration = Duration::from_secs(30);
 /// whole when opened (see `give_kernel`): what the kernel's first read
 /// of a file would ask for anyway (its read-ahead starts at 128 KiB).
 const GIVEN_UP_TO: u64 = 128 << 10;
+/// How long a mount that ends waits for its fetches ahead and its
+/// freeing to finish: each is a bounded batch, and `dmv umount` waits a
+/// minute for the process.
+const BACKGROUND_GRACE: Duration = Duration::from_secs(30);
 /// Versions remembered as given, at most (then forgotten all at once: a
 /// version given again only costs a copy).
 const MOST_GIVEN: usize = 100_000;
@@ -824,6 +828,30 @@ impl WorktreeFs {
     }
 
     /// Waits while a thread fetching ahead is bringing version `id`.
+    /// Waits, up to `grace`, for the threads fetching ahead and the one
+    /// freeing the cache budget: the process ends once the mount does,
+    /// and a store write cut off half-way leaves its temporary files
+    /// behind, for the next gc to clear.
+    fn wait_background(&self, grace: Duration) {
+        let deadline = Instant::now() + grace;
+        let (state, ended) = &*self.ahead;
+        let mut state = lock(state);
+        while state.threads > 0 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            state = ended
+                .wait_timeout(state, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        drop(state);
+        while self.freeing.load(Ordering::SeqCst) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     fn wait_ahead(&self, id: &ObjectId) {
         let (state, ended) = &*self.ahead;
         let mut state = lock(state);
@@ -928,6 +956,7 @@ fn free(
 
 impl Filesystem for WorktreeFs {
     fn destroy(&mut self) {
+        self.wait_background(BACKGROUND_GRACE);
         self.fetcher.tell_now();
     }
 

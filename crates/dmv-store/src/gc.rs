@@ -236,9 +236,14 @@ impl Store {
         rewrite.sort();
 
         report.objects_dropped = self
-            .rewrite_packs(&mut marks, &rewrite, &|value| value & LIVE != 0, tally)?
+            .rewrite_packs(
+                &mut marks,
+                &rewrite,
+                &|value| value & LIVE != 0,
+                true,
+                tally,
+            )?
             .0;
-        self.write_multi_pack_index()?;
         let final_stats = self.stats()?;
         report.packs_after = final_stats.packs;
         report.bytes_after = final_stats.stored_bytes;
@@ -285,6 +290,7 @@ impl Store {
                 &mut Marks::new(self.indexes()),
                 &rewrite,
                 &|_| true,
+                fold,
                 &Tally::silent(),
             )?;
             // The new pack is as old as the newest it holds: gc's grace period
@@ -298,10 +304,8 @@ impl Store {
                 }
             }
             report.packs_made = made.len();
-        }
-        match fold {
-            true => self.write_multi_pack_index()?,
-            false => self.reload()?,
+        } else if fold {
+            self.write_multi_pack_index()?;
         }
         Ok(Some(report))
     }
@@ -376,13 +380,16 @@ impl Store {
 
     /// Writes the objects of the packs in `rewrite` whose marks `keep`
     /// keeps (and no other pack holds) into new packs, then removes the old
-    /// packs. Returns how many objects were left out, and the new packs.
+    /// packs. The multi-pack index is rewritten before they go: over every
+    /// pack that stays when `index_all`, else only if it names one that
+    /// goes. Returns how many objects were left out, and the new packs.
     /// Only under the exclusive lock.
     fn rewrite_packs(
         &self,
         marks: &mut Marks<u8>,
         rewrite: &[ObjectId],
         keep: &dyn Fn(u8) -> bool,
+        index_all: bool,
         tally: &Tally<'_>,
     ) -> StoreResult<(u64, Vec<ObjectId>)> {
         let dir = self.packs_dir().to_path_buf();
@@ -436,16 +443,30 @@ impl Store {
         }
         sync_dir(&dir)?;
         crate::failpoint("gc-before-delete");
+        let going: HashSet<ObjectId> = rewrite
+            .iter()
+            .filter(|p| !new_packs.contains(p))
+            .copied()
+            .collect();
+        // The multi-pack index never names a pack that is gone: rewritten
+        // before the old packs go, a kill while they go (or a mount's
+        // process ending meanwhile) leaves an index that is still whole.
+        let names_going = self.indexes().iter().any(|i| {
+            i.path().file_name().is_some_and(|n| n == MULTI_PACK_INDEX)
+                && i.packs().iter().any(|p| going.contains(p))
+        });
+        if index_all || names_going {
+            self.write_multi_pack_index_leaving(&going)?;
+        }
         // Everything kept is now in the kept or the new packs: old ones can go.
-        for p in rewrite {
-            if new_packs.contains(p) {
-                continue;
-            }
+        for p in &going {
             let idx = dir.join(index_file_name(p));
             dmv_os::remove_file(&idx).at(&idx)?;
             let pack = dir.join(pack_file_name(p));
             dmv_os::remove_file(&pack).at(&pack)?;
         }
+        crate::failpoint("gc-after-delete");
+        self.reload()?;
         Ok((left_out, new_packs))
     }
 
@@ -537,9 +558,9 @@ impl Store {
             &mut marks,
             &rewrite,
             &|value| value & DROPPED == 0 || value & LIVE != 0,
+            true,
             &Tally::silent(),
         )?;
-        self.write_multi_pack_index()?;
         Ok(before.saturating_sub(self.stats()?.stored_bytes))
     }
 

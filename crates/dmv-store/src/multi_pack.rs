@@ -11,7 +11,7 @@ use crate::error::IoContext;
 use crate::index::{write_merged_index, PackIndex};
 use crate::pack::{index_file_name, pack_file_name};
 use crate::store::{sync_dir, Store, MAX_UNCOVERED_PACKS, MULTI_PACK_INDEX};
-use crate::{StoreError, StoreResult};
+use crate::{ObjectId, StoreError, StoreResult};
 
 /// The auto-repack folds the packs outside the multi-pack index into it
 /// once they hold at least 1/`FOLD_RATIO` of the objects it covers: each
@@ -23,7 +23,17 @@ pub(crate) const FOLD_RATIO: usize = 8;
 impl Store {
     /// Rewrites the multi-pack index over every pack index present.
     pub fn write_multi_pack_index(&self) -> StoreResult<()> {
-        let indexes = open_to_merge(self.pack_index_paths(|_| false)?)?;
+        self.write_multi_pack_index_leaving(&HashSet::new())
+    }
+
+    /// Rewrites the multi-pack index over every pack index present but
+    /// those of the packs `going` (about to be removed).
+    pub(crate) fn write_multi_pack_index_leaving(
+        &self,
+        going: &HashSet<ObjectId>,
+    ) -> StoreResult<()> {
+        let going: HashSet<String> = going.iter().map(index_file_name).collect();
+        let indexes = open_to_merge(self.pack_index_paths(|name| going.contains(name))?)?;
         write_merged_index(&self.packs_dir().join(MULTI_PACK_INDEX), &indexes)?;
         sync_dir(self.packs_dir())?;
         self.reload()

@@ -158,16 +158,25 @@ pub fn file_bytes(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
     out
 }
 
+/// The bytes of the files under `dir`. A file removed while it is
+/// counted (a store a running mount rewrites) counts as gone.
 pub fn bytes_under(dir: &Path) -> u64 {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .map(|p| {
-            if p.is_dir() {
-                bytes_under(&p)
-            } else {
-                p.metadata().unwrap().len()
-            }
+    let gone = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
+    let entries = match std::fs::read_dir(dir) {
+        Err(e) if gone(&e) => return 0,
+        entries => entries.unwrap(),
+    };
+    entries
+        .filter_map(|e| {
+            e.map(|e| e.path())
+                .map_err(|e| assert!(gone(&e), "{e}"))
+                .ok()
+        })
+        .map(|p| match p.metadata() {
+            Ok(m) if m.is_dir() => bytes_under(&p),
+            Ok(m) => m.len(),
+            Err(e) if gone(&e) => 0,
+            Err(e) => panic!("{}: {e}", p.display()),
         })
         .sum()
 }
