@@ -10,6 +10,8 @@
 mod error;
 #[cfg(any(target_os = "linux", target_os = "macos"))]
 mod fs;
+#[cfg(target_os = "linux")]
+mod guard;
 #[cfg(any(target_os = "linux", target_os = "macos"))]
 mod mountinfo;
 #[cfg(any(target_os = "linux", target_os = "macos"))]
@@ -290,6 +292,9 @@ mod session {
             source,
         })?;
         let _ = kernel.set(session.notifier());
+        // A failure leaves the folder to fusermount3's own watch alone.
+        #[cfg(target_os = "linux")]
+        let _ = std::path::absolute(dir).and_then(|dir| crate::guard::unmount_when_killed(&dir));
         // Said before the caller learns the folder is mounted: a command run
         // inside it right away finds the replica behind it.
         MountStatus::now(dir, shows, since, live).save(&repo.dmv);
