@@ -827,7 +827,6 @@ impl WorktreeFs {
         }
     }
 
-    /// Waits while a thread fetching ahead is bringing version `id`.
     /// Waits, up to `grace`, for the threads fetching ahead and the one
     /// freeing the cache budget: the process ends once the mount does,
     /// and a store write cut off half-way leaves its temporary files
@@ -852,6 +851,7 @@ impl WorktreeFs {
         }
     }
 
+    /// Waits while a thread fetching ahead is bringing version `id`.
     fn wait_ahead(&self, id: &ObjectId) {
         let (state, ended) = &*self.ahead;
         let mut state = lock(state);
