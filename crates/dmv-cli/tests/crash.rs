@@ -221,16 +221,7 @@ fn gc_killed_before_deleting_loses_nothing() {
     assert!(!d.join("media/doomed.bin").exists());
     let packs = d.join(".dmv/objects/packs");
     let before = bytes_under(&packs);
-    let out = dmv_cmd(d)
-        .args(["gc", "--prune-reflog", "--prune=now"])
-        .env("DMV_FAILPOINT", "gc-before-delete")
-        .output()
-        .unwrap();
-    assert!(
-        !out.status.success() && stderr(&out).contains("gc-before-delete"),
-        "{}",
-        stderr(&out)
-    );
+    gc_stopped_at(d, "gc-before-delete");
     assert_eq!(head_content(d), new);
     assert!(dmv_out(d, &["fsck", "--full"]).status.success());
     // Killed before deleting: the unreachable commit is still all there.
@@ -285,16 +276,7 @@ fn gc_killed_after_deleting_leaves_an_index_of_the_packs_left() {
     dmv(d, &["gc"]);
     dmv(d, &["branch", "-D", "doomed"]);
     let packs_before = pack_names(d);
-    let out = dmv_cmd(d)
-        .args(["gc", "--prune-reflog", "--prune=now"])
-        .env("DMV_FAILPOINT", "gc-after-delete")
-        .output()
-        .unwrap();
-    assert!(
-        !out.status.success() && stderr(&out).contains("gc-after-delete"),
-        "{}",
-        stderr(&out)
-    );
+    gc_stopped_at(d, "gc-after-delete");
     // The covered pack went.
     let left = pack_names(d);
     assert!(
@@ -315,6 +297,20 @@ fn gc_killed_after_deleting_leaves_an_index_of_the_packs_left() {
     assert_eq!(dmv(d, &["cat", "HEAD:kept.txt"]), "kept\n");
     dmv(d, &["gc", "--prune-reflog", "--prune=now"]);
     assert!(dmv_out(d, &["fsck", "--full"]).status.success());
+}
+
+/// Runs `gc --prune-reflog --prune=now`, stopped at fail point `point`.
+fn gc_stopped_at(d: &Path, point: &str) {
+    let out = dmv_cmd(d)
+        .args(["gc", "--prune-reflog", "--prune=now"])
+        .env("DMV_FAILPOINT", point)
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success() && stderr(&out).contains(point),
+        "{}",
+        stderr(&out)
+    );
 }
 
 /// The packs in a repository's store, by file name.
