@@ -5,14 +5,14 @@
 //! process's FUSE file: the open then waits, is caught by the
 //! connection's abort, and fails with ECONNABORTED instead, and the
 //! folder stays, dead ("Transport endpoint is not connected"), until
-//! someone unmounts it by hand. A test killing a mount right after a
-//! read left one in 2 of 3 tries here.
+//! someone unmounts it by hand. Mounts killed right after a read were
+//! left so in 2 of 3 tries here.
 //!
 //! So a small process, forked once the folder is mounted, waits for the
 //! mount process to end (a pipe it alone writes to reaches its end),
-//! then opens the folder: one that fails as a dead FUSE connection
-//! fails is unmounted. A folder unmounted already, or mounted again by
-//! another process meanwhile, opens, and is left alone.
+//! then opens the folder, and unmounts it if the open fails as it does
+//! on a dead FUSE connection. A folder unmounted already, or mounted
+//! again by another process meanwhile, opens, and is left alone.
 
 use std::ffi::CString;
 use std::io;
