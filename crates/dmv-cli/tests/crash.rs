@@ -2,7 +2,7 @@
 //! never a damaged repository, and a retried commit succeeds.
 
 use crate::common;
-use common::remote::commit_all;
+use common::remote::{commit_all, fsck_clean};
 use common::*;
 
 use std::path::Path;
@@ -283,20 +283,14 @@ fn gc_killed_after_deleting_leaves_an_index_of_the_packs_left() {
         packs_before.iter().all(|p| !left.contains(p)),
         "{packs_before:?} {left:?}"
     );
-    let fsck = dmv_out(d, &["fsck", "--full"]);
-    assert!(
-        fsck.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&fsck.stdout),
-        stderr(&fsck)
-    );
+    fsck_clean(d);
     assert_eq!(
         std::fs::read_to_string(d.join("kept.txt")).unwrap(),
         "kept\n"
     );
     assert_eq!(dmv(d, &["cat", "HEAD:kept.txt"]), "kept\n");
     dmv(d, &["gc", "--prune-reflog", "--prune=now"]);
-    assert!(dmv_out(d, &["fsck", "--full"]).status.success());
+    fsck_clean(d);
 }
 
 /// Runs `gc --prune-reflog --prune=now`, stopped at fail point `point`.
