@@ -228,8 +228,9 @@ fn committing_100_000_small_files_creates_few_files() {
     );
     // whereis, get and drop read the tree a folder at a time and keep the
     // location records of the files they name (with the tree flattened and
-    // the log decoded whole it peaked at 30 MiB here, today 21).
-    peak(&["whereis", "d003/f0001"], 25);
+    // the log decoded whole it peaked at 30 MiB here; listing the files of
+    // each tree the log claims, 25.7, once over this bound in CI; today 19).
+    peak(&["whereis", "d003/f0001"], 23);
     assert!(dmv(d, &["whereis", "d003/f0001"]).contains("d003/f0001"));
     // Reachable objects are marked by their place in the indexes (with sets
     // of ids and a map of every object by pack: 47 and 59 MiB here; 37

@@ -1171,7 +1171,7 @@ impl Copies<'_> {
     /// `replicas` chooses by the log's cards, with the cards: the same
     /// records, without listing every file of a claimed tree. A claim of a
     /// replica not chosen is not read at all, and one of a chosen replica
-    /// is read at the keys' paths (see [`Copies::tree_claims_file`]): a
+    /// is read at the keys' paths (see [`Copies::tree_claims_files`]): a
     /// `get` of one file after `whereis`, whose log claims HEAD's tree,
     /// read about 600 tree nodes of 100,000 files to find that file's holders.
     pub fn locations_of(
@@ -1203,14 +1203,12 @@ impl Copies<'_> {
             if !replicas(&claim.replica, &log.cards) {
                 continue;
             }
-            for (key, path) in keys {
-                if self.tree_claims_file(&claim.tree, key, path)? {
-                    let stamp = Stamp {
-                        time_ns: claim.time_ns,
-                        present: true,
-                    };
-                    log.record(*key, claim.replica, stamp);
-                }
+            let stamp = Stamp {
+                time_ns: claim.time_ns,
+                present: true,
+            };
+            for key in self.tree_claims_files(&claim.tree, keys)? {
+                log.record(key, claim.replica, stamp);
             }
         }
         Ok(log)
