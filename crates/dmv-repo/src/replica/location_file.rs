@@ -1199,16 +1199,21 @@ impl Copies<'_> {
         let cards = &log.cards;
         log.records
             .retain(|(_, replica), _| replicas(replica, cards));
+        // Claims come sorted by tree: each tree is read once for all its replicas.
+        let mut read: Option<(ObjectId, Vec<ObjectId>)> = None;
         for claim in claims {
             if !replicas(&claim.replica, &log.cards) {
                 continue;
+            }
+            if read.as_ref().is_none_or(|(tree, _)| *tree != claim.tree) {
+                read = Some((claim.tree, self.tree_claims_files(&claim.tree, keys)?));
             }
             let stamp = Stamp {
                 time_ns: claim.time_ns,
                 present: true,
             };
-            for key in self.tree_claims_files(&claim.tree, keys)? {
-                log.record(key, claim.replica, stamp);
+            for key in read.iter().flat_map(|(_, claimed)| claimed) {
+                log.record(*key, claim.replica, stamp);
             }
         }
         Ok(log)

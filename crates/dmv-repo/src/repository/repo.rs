@@ -43,6 +43,9 @@ pub struct Repository {
     /// The files of the trees the location log claims, as last read: each
     /// tree's content ids, sorted (kept and bounded by location_claims.rs).
     pub(crate) claimed_files: TreeFilesSeen,
+    /// The claimed trees walked once for a few files without keeping their
+    /// files: walked a second time, a tree's files are kept.
+    pub(crate) claimed_trees_walked: std::sync::Mutex<Vec<dmv_store::ObjectId>>,
     /// Commits are refused while no name and email are set (see [`Repository::signer`]).
     strict_identity: bool,
     /// Set when a drop made this replica partial after it was opened: the
@@ -225,6 +228,7 @@ impl Repository {
             refs,
             read_only: Default::default(),
             claimed_files: Default::default(),
+            claimed_trees_walked: Default::default(),
             strict_identity: false,
             became_partial: Default::default(),
         })
