@@ -700,9 +700,10 @@ mod tests {
     /// The records of a few files, read by their paths, are those the
     /// whole log reads as, for the replicas chosen: a claim settled at a
     /// file's path or, where the path names something else, by a walk of
-    /// the tree that keeps none of its files; a newer record beside a claim, a drop in the journal and a
-    /// file of no tree as they are; a replica not chosen left out, claims
-    /// and all. A claim of a replica not chosen reads no tree at all.
+    /// the tree that keeps none of its files (kept when asked again); a
+    /// newer record beside a claim, a drop in the journal and a file of
+    /// no tree as they are; a replica not chosen left out, claims and
+    /// all. A claim of a replica not chosen reads no tree at all.
     #[test]
     fn the_records_of_a_few_files_read_by_path_are_those_of_the_whole_log() {
         let (_dir, repo, tree, files) = repo_with_files(600);
