@@ -128,8 +128,8 @@ impl Copies<'_> {
     /// gc removed just after it was claimed: the claim then stands for nothing).
     fn tree_files(&self, tree: &ObjectId) -> RepoResult<Option<TreeFiles>> {
         let kept = || self.claimed_files.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, files)) = kept().iter().find(|(t, _)| t == tree) {
-            return Ok(Some(files.clone()));
+        if let Some(files) = self.kept_tree_files(tree) {
+            return Ok(Some(files));
         }
         if !self.store.contains(tree)? {
             return Ok(None);
@@ -151,6 +151,31 @@ impl Copies<'_> {
             kept.push((*tree, files.clone()));
         }
         Ok(Some(files))
+    }
+
+    /// The files of `tree` if they are kept from an earlier listing.
+    fn kept_tree_files(&self, tree: &ObjectId) -> Option<TreeFiles> {
+        let kept = self.claimed_files.lock().unwrap_or_else(|e| e.into_inner());
+        kept.iter()
+            .find(|(t, _)| t == tree)
+            .map(|(_, files)| files.clone())
+    }
+
+    /// Whether `tree` was walked before for [`Copies::tree_claims_files`]
+    /// (noted now if not).
+    fn walked_before(&self, tree: &ObjectId) -> bool {
+        let mut walked = self
+            .claimed_trees_walked
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if walked.contains(tree) {
+            return true;
+        }
+        if walked.len() == MAX_CLAIMS {
+            walked.remove(0);
+        }
+        walked.push(*tree);
+        false
     }
 
     /// The trees a rewrite of the log may claim, with their files: HEAD's,
@@ -243,32 +268,8 @@ impl Copies<'_> {
         if elsewhere.is_empty() {
             return Ok(claimed);
         }
-        let kept = self
-            .claimed_files
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .find(|(t, _)| t == tree)
-            .map(|(_, files)| files.clone());
-        let walked_before = {
-            let mut walked = self
-                .claimed_trees_walked
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            let before = walked.contains(tree);
-            if !before && kept.is_none() {
-                if walked.len() == MAX_CLAIMS {
-                    walked.remove(0);
-                }
-                walked.push(*tree);
-            }
-            before
-        };
-        let files = match kept {
-            Some(files) => Some(files),
-            None if walked_before => self.tree_files(tree)?,
-            None => None,
-        };
+        let listed = self.kept_tree_files(tree).is_some() || self.walked_before(tree);
+        let files = if listed { self.tree_files(tree)? } else { None };
         match files {
             Some(files) => claimed.extend(
                 elsewhere
