@@ -201,7 +201,8 @@ pub struct DirstateWatch {
     /// Why the dirstate could not be read last time, said once.
     unread: Mutex<Option<String>>,
     /// Told here of the copies fetched a while ago, so a mount left
-    /// running after a copy does not keep them from the hub until it ends.
+    /// running after a copy does not keep them from the hub until it ends,
+    /// and asked to roll their packs.
     fetcher: Arc<VersionFetcher<'static>>,
 }
 
@@ -216,6 +217,13 @@ impl DirstateWatch {
             let _ = std::thread::Builder::new()
                 .name("dmv-mount-tell".into())
                 .spawn(move || fetcher.tell_now());
+        }
+        // As is rolling the packs the fetches sealed, once they pause.
+        if self.fetcher.tidy_due() {
+            let fetcher = self.fetcher.clone();
+            let _ = std::thread::Builder::new()
+                .name("dmv-mount-tidy".into())
+                .spawn(move || fetcher.tidy_now());
         }
         let stamps = lock_rule_stamps(self.repo);
         let rule_changed = lock(&self.rule_stamps).replace(stamps) != Some(stamps);

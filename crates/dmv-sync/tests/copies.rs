@@ -24,6 +24,19 @@ fn studio(fleet: &Fleet, name: &str, files: &[(&str, u64)], size: usize) -> Repl
     studio
 }
 
+/// `count` files of noise, one a folder, committed and pushed to the hub
+/// by a studio: their paths.
+fn files_on_the_hub(fleet: &Fleet, count: usize) -> Vec<String> {
+    let paths: Vec<String> = (0..count).map(|i| format!("f{i:02}/p0.raw")).collect();
+    let files: Vec<(&str, u64)> = paths
+        .iter()
+        .zip(1..)
+        .map(|(p, s)| (p.as_str(), s))
+        .collect();
+    studio(fleet, "src", &files, FILE);
+    paths
+}
+
 /// The files a refused drop names with their confirmed counts ("f (1 of 2)").
 fn short_of_copies(e: &SyncError, needed_here: usize) -> Vec<String> {
     match e {
@@ -600,13 +613,7 @@ fn drop_unwanted_frees_what_the_slice_lets_go_and_drop_rev_frees_an_old_version(
 #[test]
 fn a_version_fetcher_tells_the_hub_of_many_fetches_at_once() {
     let fleet = Fleet::new();
-    let paths: Vec<String> = (0..6).map(|i| format!("f{i:02}/p0.raw")).collect();
-    let files: Vec<(&str, u64)> = paths
-        .iter()
-        .zip(1..)
-        .map(|(p, s)| (p.as_str(), s))
-        .collect();
-    studio(&fleet, "src", &files, FILE);
+    let paths = files_on_the_hub(&fleet, 6);
     let phone = fleet.partial("phone", "meta");
     let phone_id = phone.repo.copies().replica_id().unwrap().to_string();
     let head = phone.repo.head_commit().unwrap().unwrap();
@@ -641,6 +648,56 @@ fn a_version_fetcher_tells_the_hub_of_many_fetches_at_once() {
     assert_eq!(fetched.unwrap(), 1);
     assert!(told("f05/p0.raw"));
     assert!(!fetcher.tell_due());
+    phone.assert_fsck_clean();
+}
+
+/// A reader that fetches again and again leaves the packs its fetches
+/// seal as they are until it pauses or ends: rolled after each fetch, a
+/// roll of nine batches' packs fell on a `cp -r` out of a mount every
+/// nine batches. Each fetch seals one pack; the fetcher's end, or a pause,
+/// rolls them into one, and every photo reads back.
+#[test]
+fn a_version_fetcher_rolls_its_packs_when_it_pauses_or_ends() {
+    let fleet = Fleet::new();
+    let paths = files_on_the_hub(&fleet, 12);
+    let phone = fleet.partial("phone", "meta");
+    let packs = || {
+        std::fs::read_dir(phone.repo.store.packs_dir())
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().path().extension() == Some("pack".as_ref()))
+            .count()
+    };
+    let head = phone.repo.head_commit().unwrap().unwrap();
+    let versions = phone.repo.history().files_to_archive(&head, &[]).unwrap();
+    let before = packs();
+
+    let fetcher = dmv_sync::VersionFetcher::new(&phone.repo).tidying_when_idle(Duration::MAX);
+    for version in &versions[..10] {
+        assert_eq!(
+            fetcher
+                .fetch([version.clone()], Along::Nothing, &Silent)
+                .unwrap(),
+            1
+        );
+    }
+    assert_eq!(packs(), before + 10, "a pack a fetch, none rolled yet");
+    assert!(!fetcher.tidy_due(), "not due before the pause");
+    drop(fetcher);
+    let rolled = packs();
+    assert!(rolled <= before + 1, "rolled as it ended: {rolled} packs");
+
+    // Due as soon as the fetches pause for as long as asked, and only then.
+    let fetcher = dmv_sync::VersionFetcher::new(&phone.repo).tidying_when_idle(Duration::ZERO);
+    assert!(!fetcher.tidy_due(), "nothing fetched");
+    for version in &versions[10..] {
+        fetcher
+            .fetch([version.clone()], Along::Nothing, &Silent)
+            .unwrap();
+    }
+    assert!(fetcher.tidy_due());
+    fetcher.tidy_now();
+    assert!(!fetcher.tidy_due());
+    assert_eq!(phone.present(), paths);
     phone.assert_fsck_clean();
 }
 
