@@ -701,6 +701,65 @@ fn a_version_fetcher_rolls_its_packs_when_it_pauses_or_ends() {
     phone.assert_fsck_clean();
 }
 
+/// The roll of a mount's packs runs on a thread of its own beside its
+/// fetches, while gc runs in another process's handle: every photo
+/// fetched stays, and the store checks clean.
+#[test]
+fn a_version_fetchers_roll_beside_its_fetches_and_gc_loses_nothing() {
+    let fleet = Fleet::new();
+    let paths = files_on_the_hub(&fleet, 12);
+    let phone = fleet.partial("phone", "meta");
+    let head = phone.repo.head_commit().unwrap().unwrap();
+    let versions = phone.repo.history().files_to_archive(&head, &[]).unwrap();
+    let fetcher = dmv_sync::VersionFetcher::new(&phone.repo).tidying_when_idle(Duration::ZERO);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let gcs = std::sync::atomic::AtomicUsize::new(0);
+    let rolls = std::thread::scope(|s| {
+        let roller = s.spawn(|| {
+            let mut rolls = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                if fetcher.tidy_due() {
+                    fetcher.tidy_now();
+                    rolls += 1;
+                }
+                std::thread::yield_now();
+            }
+            rolls
+        });
+        let gc = s.spawn(|| {
+            let repo = dmv_repo::Repository::open(&phone.dir).unwrap();
+            let policy = dmv_repo::GcPolicy {
+                prune_reflog: true,
+                store: dmv_repo::store::GcOptions {
+                    keep_recent: Duration::ZERO,
+                    ..Default::default()
+                },
+            };
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                repo.maintenance().gc(policy, &Silent).unwrap();
+                gcs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        });
+        for version in &versions {
+            fetcher
+                .fetch([version.clone()], Along::Nothing, &Silent)
+                .unwrap();
+        }
+        // Until the roller has rolled after the last fetch, and gc ran.
+        while fetcher.tidy_due() || gcs.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+            std::thread::yield_now();
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        gc.join().unwrap();
+        roller.join().unwrap()
+    });
+    let gcs = gcs.into_inner();
+    assert!(rolls >= 1 && gcs >= 1, "rolls {rolls}, gc runs {gcs}");
+    drop(fetcher);
+    assert_eq!(phone.present(), paths);
+    phone.assert_fsck_clean();
+}
+
 /// A fetch never told the source it now held the data (issue 42, item 4):
 /// after a get and after a clone, the hub's own log names the replica the
 /// data went to, and only for what it got. dmv-cli's tests/partial.rs
