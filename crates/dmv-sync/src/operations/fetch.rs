@@ -75,8 +75,24 @@ pub(crate) fn fetch_refs(
     remote: &mut dyn Remote,
     remote_name: &str,
     progress: &dyn Progress,
-    mut early: Option<&mut EarlyCheckout>,
+    early: Option<&mut EarlyCheckout>,
 ) -> SyncResult<Fetched> {
+    let (fetched, received) = fetch_refs_unshared(repo, remote, remote_name, progress, early)?;
+    share_locations_after_fetch(repo, remote, &received)?;
+    Ok(fetched)
+}
+
+/// [`fetch_refs`] but for its last request, the exchange of location
+/// logs, left to the caller (a clone runs it while it checks out): with
+/// the files whose data arrived, for
+/// [`share_locations_after_fetch`].
+pub(crate) fn fetch_refs_unshared(
+    repo: &Repository,
+    remote: &mut dyn Remote,
+    remote_name: &str,
+    progress: &dyn Progress,
+    mut early: Option<&mut EarlyCheckout>,
+) -> SyncResult<(Fetched, Vec<ObjectId>)> {
     let RemoteRefs { head, refs } = remote.list_refs()?;
     if let Some(early) = early.as_deref_mut() {
         let default_head = branch_ref("main");
@@ -122,15 +138,15 @@ pub(crate) fn fetch_refs(
     })?;
     let logs = fetch_union_logs(repo, remote, &refs, progress)?;
     repo.tidy_store();
-    share_locations_after_fetch(repo, remote, &objects.files)?;
-    Ok(Fetched {
+    let fetched = Fetched {
         remote_head: head,
         updated,
         logs,
         stats: objects.stats,
         lacking: objects.lacking,
         remote_refs: refs.into_iter().map(|(name, _)| name).collect(),
-    })
+    };
+    Ok((fetched, objects.files))
 }
 
 /// `fetch --prune`: removes the remote-tracking branches of `remote_name`
