@@ -290,6 +290,15 @@ impl Replica {
         )
     }
 
+    /// How many pack files the store holds (fetches seal packs; a roll
+    /// joins them).
+    pub fn pack_files(&self) -> usize {
+        std::fs::read_dir(self.repo.store.packs_dir())
+            .expect("the packs folder")
+            .filter(|e| e.as_ref().unwrap().path().extension() == Some("pack".as_ref()))
+            .count()
+    }
+
     /// The paths of the checked-out commit whose data is here, sorted.
     pub fn present(&self) -> Vec<String> {
         let mut present: Vec<String> = self

@@ -37,6 +37,15 @@ fn files_on_the_hub(fleet: &Fleet, count: usize) -> Vec<String> {
     paths
 }
 
+/// A meta clone of the hub, with every file version of its HEAD (what a
+/// mount's reader would fetch).
+fn phone_and_its_versions(fleet: &Fleet) -> (Replica, Vec<(Vec<u8>, dmv_repo::FlatEntry)>) {
+    let phone = fleet.partial("phone", "meta");
+    let head = phone.repo.head_commit().unwrap().unwrap();
+    let versions = phone.repo.history().files_to_archive(&head, &[]).unwrap();
+    (phone, versions)
+}
+
 /// The files a refused drop names with their confirmed counts ("f (1 of 2)").
 fn short_of_copies(e: &SyncError, needed_here: usize) -> Vec<String> {
     match e {
@@ -614,10 +623,8 @@ fn drop_unwanted_frees_what_the_slice_lets_go_and_drop_rev_frees_an_old_version(
 fn a_version_fetcher_tells_the_hub_of_many_fetches_at_once() {
     let fleet = Fleet::new();
     let paths = files_on_the_hub(&fleet, 6);
-    let phone = fleet.partial("phone", "meta");
+    let (phone, versions) = phone_and_its_versions(&fleet);
     let phone_id = phone.repo.copies().replica_id().unwrap().to_string();
-    let head = phone.repo.head_commit().unwrap().unwrap();
-    let versions = phone.repo.history().files_to_archive(&head, &[]).unwrap();
     assert_eq!(versions.len(), 6);
     let told = |path: &str| holders(&fleet.hub(), path).contains(&phone_id);
 
@@ -660,16 +667,8 @@ fn a_version_fetcher_tells_the_hub_of_many_fetches_at_once() {
 fn a_version_fetcher_rolls_its_packs_when_it_pauses_or_ends() {
     let fleet = Fleet::new();
     let paths = files_on_the_hub(&fleet, 12);
-    let phone = fleet.partial("phone", "meta");
-    let packs = || {
-        std::fs::read_dir(phone.repo.store.packs_dir())
-            .unwrap()
-            .filter(|e| e.as_ref().unwrap().path().extension() == Some("pack".as_ref()))
-            .count()
-    };
-    let head = phone.repo.head_commit().unwrap().unwrap();
-    let versions = phone.repo.history().files_to_archive(&head, &[]).unwrap();
-    let before = packs();
+    let (phone, versions) = phone_and_its_versions(&fleet);
+    let before = phone.pack_files();
 
     let fetcher = dmv_sync::VersionFetcher::new(&phone.repo).tidying_when_idle(Duration::MAX);
     for version in &versions[..10] {
@@ -680,10 +679,14 @@ fn a_version_fetcher_rolls_its_packs_when_it_pauses_or_ends() {
             1
         );
     }
-    assert_eq!(packs(), before + 10, "a pack a fetch, none rolled yet");
+    assert_eq!(
+        phone.pack_files(),
+        before + 10,
+        "a pack a fetch, none rolled yet"
+    );
     assert!(!fetcher.tidy_due(), "not due before the pause");
     drop(fetcher);
-    let rolled = packs();
+    let rolled = phone.pack_files();
     assert!(rolled <= before + 1, "rolled as it ended: {rolled} packs");
 
     // Due as soon as the fetches pause for as long as asked, and only then.
@@ -708,9 +711,7 @@ fn a_version_fetcher_rolls_its_packs_when_it_pauses_or_ends() {
 fn a_version_fetchers_roll_beside_its_fetches_and_gc_loses_nothing() {
     let fleet = Fleet::new();
     let paths = files_on_the_hub(&fleet, 12);
-    let phone = fleet.partial("phone", "meta");
-    let head = phone.repo.head_commit().unwrap().unwrap();
-    let versions = phone.repo.history().files_to_archive(&head, &[]).unwrap();
+    let (phone, versions) = phone_and_its_versions(&fleet);
     let fetcher = dmv_sync::VersionFetcher::new(&phone.repo).tidying_when_idle(Duration::ZERO);
     let done = std::sync::atomic::AtomicBool::new(false);
     let gcs = std::sync::atomic::AtomicUsize::new(0);

@@ -1290,13 +1290,7 @@ fn piece_fetches_one_file_at_a_time_leave_a_handful_of_packs() {
         .iter()
         .filter(|(_, e)| e.is_absent())
         .collect();
-    let packs = || {
-        std::fs::read_dir(phone.repo.store.packs_dir())
-            .unwrap()
-            .filter(|e| e.as_ref().unwrap().path().extension() == Some("pack".as_ref()))
-            .count()
-    };
-    let before = packs();
+    let before = phone.pack_files();
     let mut fetcher = dmv_sync::PieceFetcher::new(&phone.repo);
     let (mut fetched, mut handed, mut most) = (0, 0, 0);
     for (path, entry) in files.iter() {
@@ -1309,7 +1303,7 @@ fn piece_fetches_one_file_at_a_time_leave_a_handful_of_packs() {
                 handed += content.len();
             })
             .unwrap();
-        most = most.max(packs());
+        most = most.max(phone.pack_files());
     }
     assert_eq!(fetched, 80 * 2000);
     assert_eq!(handed, 80 * 2000);
