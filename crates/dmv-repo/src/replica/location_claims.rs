@@ -640,6 +640,46 @@ mod tests {
         repo.copies().locations_where(|_| true).unwrap()
     }
 
+    /// Replicas 1 and 2 hold every one of `files` (at times 10 and 20).
+    fn held_by_two(files: &[ObjectId]) -> Vec<LocationRecord> {
+        files
+            .iter()
+            .flat_map(|k| [record(*k, 1, 10, true), record(*k, 2, 20, true)])
+            .collect()
+    }
+
+    /// This log's pages as a replica reading the claims of `trees` would
+    /// receive them: the claims, the records, the cards.
+    fn sent(
+        repo: &Repository,
+        trees: &[ObjectId],
+    ) -> (Vec<TreeClaim>, Vec<LocationRecord>, ReplicaCards) {
+        let mut pages = repo.copies().location_pages_claiming(trees).unwrap();
+        let claims = pages.claims().to_vec();
+        let page = pages.next_page(1 << 20).unwrap().unwrap();
+        let (records, cards) = LocationLog::read_encoded(&page).unwrap();
+        (claims, records.collect(), cards)
+    }
+
+    /// [`Copies::merge_spooled_locations`] of a log received in a
+    /// repository opened afresh (no tree's files kept from a reading
+    /// before), with the index probes it made.
+    fn merge_received(
+        repo: &Repository,
+        (claims, records, cards): (&[TreeClaim], &[LocationRecord], &ReplicaCards),
+        with_news: bool,
+    ) -> (usize, crate::LocationNews, u64) {
+        let repo = Repository::open(&repo.root).unwrap();
+        let mut spool = crate::LocationSpool::new(&repo).unwrap();
+        records.iter().for_each(|r| spool.push(r).unwrap());
+        let before = repo.store.index_probes();
+        let (changed, news) = repo
+            .copies()
+            .merge_spooled_locations(spool, claims, cards, with_news)
+            .unwrap();
+        (changed, news, repo.store.index_probes() - before)
+    }
+
     /// Two replicas holding every file of HEAD (a push, then a clone) are
     /// two claims on disk, and the log reads as the records did: also once
     /// one of them drops a file, when only the other's claim is left, and
@@ -649,10 +689,7 @@ mod tests {
         let (_dir, repo, tree, files) = repo_with_files(600);
         let outside = ObjectId([0xee; 32]);
         let mut expected = LocationLog::default();
-        let mut records: Vec<LocationRecord> = files
-            .iter()
-            .flat_map(|k| [record(*k, 1, 10, true), record(*k, 2, 20, true)])
-            .collect();
+        let mut records = held_by_two(&files);
         // A third replica holds some of them, and one file of no tree.
         records.extend(files[..50].iter().map(|k| record(*k, 3, 30, true)));
         records.push(record(outside, 1, 10, true));
@@ -724,10 +761,7 @@ mod tests {
     fn a_new_card_with_a_few_records_lists_no_claimed_tree() {
         let (_dir, repo, _tree, files) = repo_with_files(600);
         let mut expected = LocationLog::default();
-        let records: Vec<LocationRecord> = files
-            .iter()
-            .flat_map(|k| [record(*k, 1, 10, true), record(*k, 2, 20, true)])
-            .collect();
+        let records = held_by_two(&files);
         merge(&repo, &mut expected, records);
         let claims = repo.copies().read_claims().unwrap();
         assert_eq!(claims.len(), 2);
@@ -778,10 +812,7 @@ mod tests {
                 .collect();
         let outside = ObjectId([0xee; 32]);
         let mut expected = LocationLog::default();
-        let mut records: Vec<LocationRecord> = files
-            .iter()
-            .flat_map(|k| [record(*k, 1, 10, true), record(*k, 2, 20, true)])
-            .collect();
+        let mut records = held_by_two(&files);
         records.extend(files[..50].iter().map(|k| record(*k, 3, 30, true)));
         records.push(record(outside, 1, 10, true));
         records.push(record(files[9], 3, 35, false));
@@ -973,6 +1004,110 @@ mod tests {
             "sent {} records",
             sent_records.get()
         );
+    }
+
+    /// A log received as this one is written (its own pages, sent to a
+    /// replica that reads the claimed tree) merges nothing and reads no
+    /// tree (no index probe), nor the log's records as the claims stand
+    /// for them; one that differs in a record is merged as before, and
+    /// what this log knows that it did not comes back as news.
+    #[test]
+    fn a_log_written_alike_merges_nothing_without_reading_the_claimed_tree() {
+        let (_dir, repo, tree, files) = repo_with_files(600);
+        let mut expected = LocationLog::default();
+        let mut records = held_by_two(&files);
+        records.extend(files[..50].iter().map(|k| record(*k, 3, 30, true)));
+        merge(&repo, &mut expected, records);
+        assert_eq!(repo.copies().read_claims().unwrap().len(), 2);
+        let merge_sent =
+            |(claims, records, cards): (&[TreeClaim], &[LocationRecord], &ReplicaCards)| {
+                merge_received(&repo, (claims, records, cards), true)
+            };
+        let (claims, records, cards) = sent(&repo, &[tree]);
+        assert_eq!(records.len(), 50);
+        // The first time, this replica's own card is news to its log.
+        let (changed, news, _) = merge_sent((&claims, &records, &cards));
+        assert_eq!((changed, news.records.len()), (1, 0));
+
+        let log_before = std::fs::read(repo.copies().locations_path()).unwrap();
+        let (claims, records, cards) = sent(&repo, &[tree]);
+        let (changed, news, probes) = merge_sent((&claims, &records, &cards));
+        assert_eq!((changed, news.records.len(), probes), (0, 0, 0));
+        let log_after = std::fs::read(repo.copies().locations_path()).unwrap();
+        assert!(log_before == log_after, "the log was rewritten");
+
+        // A drop the other replica heard of: merged, the tree read.
+        let dropped = record(files[0], 3, 40, false);
+        let mut differing = records.clone();
+        differing[0] = dropped;
+        let (changed, news, probes) = merge_sent((&claims, &differing, &cards));
+        assert_eq!((changed, news.records.len()), (1, 0));
+        assert!(probes > 0);
+        expected.record(dropped.key, dropped.replica, dropped.stamp);
+        assert_eq!(read(&repo).records, expected.records);
+
+        // A log lacking a record this one holds gets it back as news.
+        let (claims, records, cards) = sent(&repo, &[tree]);
+        let (changed, news, _) = merge_sent((&claims, &records[1..], &cards));
+        assert_eq!((changed, news.records), (0, vec![records[0]]));
+    }
+
+    /// A log received written otherwise than this one (as its records,
+    /// where this one claims the tree) that changed nothing and had no
+    /// news is merged once: the same exchange again reads no tree, until
+    /// this log changes. A damaged `.dmv/locations.seen` is only a miss.
+    #[test]
+    fn an_exchange_that_changed_nothing_is_not_merged_again_until_a_log_changes() {
+        let (_dir, repo, _tree, files) = repo_with_files(600);
+        let mut expected = LocationLog::default();
+        let records = held_by_two(&files);
+        merge(&repo, &mut expected, records);
+        // Sent as records, claims of no tree: not written as this log is.
+        let merge_sent = |records: &[LocationRecord], cards: &ReplicaCards| {
+            let (changed, news, probes) = merge_received(&repo, (&[], records, cards), false);
+            (changed, news.is_empty(), probes)
+        };
+        // The first time, this replica's own card is news to its log.
+        let (_, records, cards) = sent(&repo, &[]);
+        assert_eq!(records.len(), 1200);
+        assert_eq!(merge_sent(&records, &cards).0, 1);
+        let (_, records, cards) = sent(&repo, &[]);
+        let (changed, no_news, probes) = merge_sent(&records, &cards);
+        assert_eq!((changed, no_news), (0, true));
+        assert!(probes > 0, "the claimed tree was not read");
+        assert_eq!(merge_sent(&records, &cards), (0, true, 0));
+        // Another log (one record fewer: news for it) is merged, and not kept as seen.
+        assert_eq!(merge_sent(&records[1..], &cards).0, 0);
+        assert!(merge_sent(&records[1..], &cards).2 > 0);
+        assert_eq!(merge_sent(&records, &cards), (0, true, 0));
+        // A damaged cache is a miss, then written again.
+        let seen_at = repo.dmv.join("locations.seen");
+        std::fs::write(&seen_at, [7u8; 65]).unwrap();
+        assert!(merge_sent(&records, &cards).2 > 0);
+        assert_eq!(merge_sent(&records, &cards), (0, true, 0));
+        // This log changed: the exchange is merged again, and again (it has
+        // news for the other log now, asked for or not).
+        merge(&repo, &mut expected, vec![record(files[1], 3, 30, true)]);
+        for _ in 0..2 {
+            let (changed, _, probes) = merge_sent(&records, &cards);
+            assert_eq!(changed, 0);
+            assert!(probes > 0);
+        }
+        assert_eq!(read(&repo).records, expected.records);
+    }
+
+    proptest! {
+        /// Whatever `.dmv/locations.seen` holds, reading it gives whole
+        /// entries, at most eight, or none.
+        #[test]
+        fn any_seen_file_reads_as_whole_entries_or_none(bytes in proptest::collection::vec(any::<u8>(), 0..700)) {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("locations.seen");
+            std::fs::write(&path, &bytes).unwrap();
+            let seen = crate::replica::location_file::read_seen(&path);
+            let whole = bytes.len() % 64 == 0 && bytes.len() <= 8 * 64;
+            prop_assert_eq!(seen.concat(), if whole { bytes } else { Vec::new() });
+        }
     }
 
     /// Once the records end, the claims' records follow without asking

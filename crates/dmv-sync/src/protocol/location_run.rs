@@ -106,19 +106,16 @@ impl LocationRun {
     }
 
     pub(crate) fn merge(self, repo: &Repository) -> SyncResult<usize> {
-        let records = repo
-            .copies()
-            .records_with_claims(&self.claims, self.spool.records()?)?;
-        Ok(repo.copies().merge_locations(records, &self.cards, false)?)
+        let (changed, _) =
+            repo.copies()
+                .merge_spooled_locations(self.spool, &self.claims, &self.cards, false)?;
+        Ok(changed)
     }
 
     /// [`LocationRun::merge`], with what this replica knows that the run did not.
     pub(crate) fn merge_with_news(self, repo: &Repository) -> SyncResult<(usize, LocationNews)> {
-        let records = repo
-            .copies()
-            .records_with_claims(&self.claims, self.spool.records()?)?;
         Ok(repo
             .copies()
-            .merge_locations_with_news(records, &self.cards)?)
+            .merge_spooled_locations(self.spool, &self.claims, &self.cards, true)?)
     }
 }
