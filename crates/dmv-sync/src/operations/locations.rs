@@ -81,7 +81,9 @@ fn take_locations(
     let mut run = LocationRun::new(repo)?;
     let mut changed = 0;
     let mut runs = 1;
-    let trees = repo.copies().trees_read_for_claims()?;
+    let trees = repo
+        .copies()
+        .trees_to_ask_claims_of(crate::protocol::MAX_TREES_PER_CLAIMS_REQUEST)?;
     // Claims come from a server's log, which is one run: they go with the last.
     run.claims = remote.get_locations_claiming(&trees, &mut |records, names| {
         let mut records = records.peekable();
