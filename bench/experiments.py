@@ -803,6 +803,8 @@ def _sync_point(ctx, sshd, dmv, tools, skips, experiment, n, settle):
                 if out.timed_out:
                     skips.fail(tool, param, out)
                     continue
+                if not many:
+                    _sync_disk_floor(ctx, tool, pt, experiment, param, source)
             for kind in tool.sync:
                 if not _sync_transport(ctx, sshd, dmv, tool, pt, skips, experiment, param, kind, source, later):
                     break
@@ -860,6 +862,81 @@ def _sync_copy_local(ctx, tool, pt, experiment, param, source, later):
             dest, source, dict(data_bytes=source[2], data_files=source[1], transport="local")))
     finally:
         _remove([dest], later)
+
+
+# run as a child (`python3 -c`): the disk's part of a clone of one big file. Reads SOURCE past the page
+# cache and writes its bytes to every DEST past the page cache, a reader and one writer per DEST running
+# at once on 8 MiB blocks (a queue of 4 each), then syncs every DEST.
+DISK_FLOOR_SCRIPT = r"""
+import mmap, os, queue, sys, threading
+BLOCK = 8 << 20
+source, dests = sys.argv[1], sys.argv[2:]
+queues = [queue.Queue(4) for _ in dests]
+def write(path, q):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_DIRECT, 0o644)
+    size = 0
+    while True:
+        item = q.get()
+        if item is None:
+            break
+        block, n = item
+        os.writev(fd, [memoryview(block)[: (n + 4095) // 4096 * 4096]])
+        size += n
+    os.ftruncate(fd, size)
+    os.fsync(fd)
+    os.close(fd)
+writers = [threading.Thread(target=write, args=(d, q)) for d, q in zip(dests, queues)]
+for w in writers:
+    w.start()
+fd = os.open(source, os.O_RDONLY | os.O_DIRECT)
+while True:
+    block = mmap.mmap(-1, BLOCK)
+    n = os.readv(fd, [block])
+    if n <= 0:
+        break
+    for q in queues:
+        q.put((block, n))
+for q in queues:
+    q.put(None)
+for w in writers:
+    w.join()
+"""
+
+
+def _sync_disk_floor(ctx, tool, pt, experiment, param, source):
+    """The disk's floor of a clone of one big file (no network, no repository):
+    the hub's copy, written past the page cache as a hub writes its packs
+    (untimed), read past the cache and written twice (repository and
+    checkout, `clone_floor`) or once (`clone_floor_once`) past the cache."""
+    hub = os.path.join(pt.root, "floor-hub.bin")
+    dests = [os.path.join(pt.root, "floor-%d.bin" % i) for i in (1, 2)]
+    data = dict(data_bytes=source[2], data_files=source[1], transport="local")
+    try:
+        subprocess.run(["dd", "if=" + os.path.join(pt.work, "file.bin"), "of=" + hub, "bs=8M", "oflag=direct",
+                        "status=none"], check=True)
+        want = datagen.file_hash(os.path.join(pt.work, "file.bin"))  # not the hub's: it stays out of the cache
+
+        def verify(outs):
+            def check(out):
+                if out.ok and any(datagen.file_hash(d) != want for d in outs):
+                    out.ok, out.error = False, "the floor's copy differs from the source"
+                return dict(data, copies=len(outs))
+            return check
+
+        for step, outs in (("clone_floor", dests), ("clone_floor_once", dests[:1])):
+            for d in dests:
+                if os.path.exists(d):
+                    os.unlink(d)
+            os.sync()
+            ctx.rec.step(tool, experiment, param, step,
+                         [Cmd([sys.executable, "-c", DISK_FLOOR_SCRIPT, hub] + outs, cwd=pt.root)],
+                         None, after=verify(outs))
+    except (OSError, subprocess.CalledProcessError) as e:
+        ctx.rec.note(tool.name, experiment, param, "clone_floor", "fail", str(e))
+    finally:
+        for path in [hub] + dests:
+            if os.path.exists(path):
+                os.unlink(path)
 
 
 def _sync_transport(ctx, sshd, dmv, tool, pt, skips, experiment, param, kind, source, later):

@@ -329,7 +329,9 @@ SYNC_OPS = [("clone_ssh", "clone over ssh"), ("clone_http", "clone over HTTP"),
             ("push_ssh", "push over ssh"), ("push_http", "push over HTTP")]
 SYNC_PEERS = [("git", "git"), ("cp", "tar over ssh")]
 MB = 1e6
-TARGET_BIG, TARGET_MBPS = 1 << 30, 500
+TARGET_BIG, TARGET_MBPS = 1 << 30, 900
+# issue 73: a 1 GiB clone at 900 MB/s, or as fast as the disk lets a clone write the data twice
+FLOOR_SLACK = 1.1
 TARGET_FILES, TARGET_SPEEDUP = 100_000, 3
 
 
@@ -369,6 +371,15 @@ def sync_table(ix, exp, p, per):
         lines += ["", "For reference, `cp -r` of the same data on this machine (no network, no repository; "
                   "it writes the data once, a clone writes it twice: repository and checkout): %s%s." % (
                       text, (", " + fmt_rate(local, per)[1]) if v else "")]
+    twice, once = ix.by.get(("cp", exp, str(p), "clone_floor")), ix.by.get(("cp", exp, str(p), "clone_floor_once"))
+    if twice:
+        v, text = cell(twice, "time")
+        ov, otext = cell(once, "time") if once else (None, "—")
+        lines += ["", "The disk's floor of a clone (no network, no repository): the hub's copy, written past the "
+                  "page cache as a hub writes its packs, read past the cache while the same bytes are written "
+                  "past the cache twice, repository and checkout, and synced (Python's start included): %s%s; written once: %s%s." % (
+                      text, (", " + fmt_rate(twice, per)[1]) if v else "", otext,
+                      (", " + fmt_rate(once, per)[1]) if ov else "")]
     return "\n".join(lines)
 
 
@@ -394,14 +405,24 @@ def sync_targets(ix, mode):
     out = ["| target | measured | met |", "|---|---|---|"]
     sizes, counts = ix.params("sync-bigfile"), ix.params("sync-files")
     big = TARGET_BIG if TARGET_BIG in sizes else (sizes[-1] if sizes else None)
+    floor = cell(ix.get("cp", "sync-bigfile", big, "clone_floor"), "time")[0] if big is not None else None
     for kind, label in (("ssh", "ssh"), ("http", "HTTP")):
         if big is None:
             break
-        v, text = fmt_rate(ix.get("dmv", "sync-bigfile", big, "clone_" + kind))
+        rec = ix.get("dmv", "sync-bigfile", big, "clone_" + kind)
+        v, text = fmt_rate(rec)
         at = "" if big == TARGET_BIG else " (at %s, not 1 GiB: indicative only)" % fmt_size_param(big)
-        met = "—" if v is None or big != TARGET_BIG else ("yes" if v >= TARGET_MBPS else "**no**")
-        out.append("| clone of a 1 GiB file over loopback %s at ≥ %d MB/s | %s%s | %s |" % (
-            label, TARGET_MBPS, text, at, met))
+        wall = rec["wall_s"] if v is not None else None
+        # over ssh the floor is ssh's (lower than the disk's): the same bytes as one tar stream through it
+        name, f = ("the disk's floor", floor) if kind == "http" else (
+            "tar through the same ssh", cell(ix.get("cp", "sync-bigfile", big, "clone_ssh"), "time")[0])
+        if f and wall:
+            text += "; %s %s: dmv/floor = %.2f" % (name, fmt_time(f), wall / f)
+        at_floor = f and wall and wall <= FLOOR_SLACK * f
+        met = "—" if v is None or big != TARGET_BIG else (
+            "yes" if v >= TARGET_MBPS else "at the floor" if at_floor else "**no**")
+        out.append("| clone of a 1 GiB file over loopback %s at ≥ %d MB/s, or within %.1f× its floor | "
+                   "%s%s | %s |" % (label, TARGET_MBPS, FLOOR_SLACK, text, at, met))
     n = TARGET_FILES if TARGET_FILES in counts else (counts[-1] if counts else None)
     if n is not None:
         git_v, _ = cell(ix.get("git", "sync-files", n, "clone_ssh"), "time")
