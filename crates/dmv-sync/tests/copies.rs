@@ -786,3 +786,52 @@ fn the_hubs_log_names_the_replicas_a_get_and_a_clone_took_data_to() {
         }
     }
 }
+
+/// The claims of `repo`'s log as it is written (what a rewrite kept as
+/// claims) and how many records it writes beside them.
+fn written_claims(repo: &dmv_repo::Repository) -> (Vec<dmv_repo::TreeClaim>, u64) {
+    let copies = repo.copies();
+    let pages = copies
+        .location_pages_claiming(&copies.trees_read_for_claims().unwrap())
+        .unwrap();
+    (pages.claims().to_vec(), pages.records_left())
+}
+
+/// One commit on, the replicas that fetched nothing since still hold the
+/// tree before it whole, and none but the committer and the hub the new
+/// one: their claims of the tree before stay claims in the hub's log and
+/// in a new clone's, not a record per file and replica. A hub of 100,000
+/// files that 18 replicas had cloned wrote them as 1.7 million records,
+/// and a clone took them and sent them back whole (92 MB).
+#[test]
+fn claims_of_the_tree_before_a_commit_stay_claims_in_the_hub_and_a_clone() {
+    let fleet = Fleet::new();
+    let paths: Vec<String> = (0..600)
+        .map(|i| format!("f{:02}/p{i}.raw", i % 20))
+        .collect();
+    let files: Vec<(&str, u64)> = paths.iter().map(String::as_str).zip(1..).collect();
+    let src = studio(&fleet, "src", &files, 64);
+    let before = src.repo.head_tree().unwrap().unwrap();
+    let (b, c) = (fleet.full("b"), fleet.full("c"));
+    src.write("new.raw", noise(64, 9999));
+    src.commit_all("one more");
+    src.push().unwrap();
+    let d = fleet.full("d");
+    let id = |r: &Replica| r.repo.copies().replica_id().unwrap();
+    for (name, repo) in [("hub", &fleet.hub()), ("clone", &d.repo)] {
+        let (claims, records) = written_claims(repo);
+        for holder in [&b, &c] {
+            assert!(
+                claims
+                    .iter()
+                    .any(|claim| claim.tree == before && claim.replica == id(holder)),
+                "{name}: {claims:?}"
+            );
+        }
+        // At most the new file's record of each of the five replicas.
+        assert!(records <= 5, "{name}: {records} records beside the claims");
+    }
+    for holder in [&b, &c, &d] {
+        assert!(holders(&fleet.hub(), "f00/p0.raw").contains(&id(holder).to_string()));
+    }
+}

@@ -179,45 +179,58 @@ impl Copies<'_> {
     }
 
     /// The trees a rewrite of the log may claim, with their files: HEAD's,
-    /// then the ref tips', up to [`MAX_CLAIMED_TREES`] and
-    /// [`MAX_CANDIDATE_FILES`] files in all. A tree that cannot
-    /// be read whole (a path slice keeps only some folders) is left out.
-    fn claimable_trees(&self) -> RepoResult<Vec<(ObjectId, TreeFiles)>> {
-        let mut tips: Vec<ObjectId> = self.head_commit()?.into_iter().collect();
-        tips.extend(self.refs.list("")?.into_iter().map(|(_, id)| id));
+    /// then the ref tips', then `also` (trees a log claims), up to
+    /// [`MAX_CLAIMED_TREES`] and [`MAX_CANDIDATE_FILES`] files in all. A
+    /// tree that cannot be read whole (a path slice keeps only some
+    /// folders) is left out.
+    /// A tree claimed before stays a candidate: one commit on, no replica
+    /// but the committer holds the new tree whole, and a hub of 100,000
+    /// files that 18 replicas had cloned rewrote their claims of the tree
+    /// before as 1.7 million records (97 MB), which a clone then took and
+    /// sent back whole. (A rewrite keeps only claims that give back
+    /// records the claims before them in this order do not: see [`Claims`].)
+    fn claimable_trees(&self, also: &[ObjectId]) -> RepoResult<Vec<(ObjectId, TreeFiles)>> {
+        let tree_of = |tip: &ObjectId| self.commit(tip).ok().map(|commit| commit.tree);
+        let head = self.head_commit()?.and_then(|tip| tree_of(&tip));
+        let tips = self.refs.list("")?;
+        let tips = tips.iter().filter_map(|(_, tip)| tree_of(tip));
         let mut trees: Vec<(ObjectId, TreeFiles)> = Vec::new();
         let mut files_in_all = 0;
-        for tip in tips {
+        for tree in head.into_iter().chain(tips).chain(also.iter().copied()) {
             if trees.len() == MAX_CLAIMED_TREES || files_in_all >= MAX_CANDIDATE_FILES {
                 break;
             }
-            let Ok(commit) = self.commit(&tip) else {
-                continue;
-            };
-            if trees.iter().any(|(t, _)| *t == commit.tree) {
+            if trees.iter().any(|(t, _)| *t == tree) {
                 continue;
             }
-            if let Ok(Some(files)) = self.tree_files(&commit.tree) {
+            if let Ok(Some(files)) = self.tree_files(&tree) {
                 if !files.is_empty() {
                     files_in_all += files.len();
-                    trees.push((commit.tree, files));
+                    trees.push((tree, files));
                 }
             }
         }
         Ok(trees)
     }
 
-    /// The trees whose claims this replica reads as their records (HEAD's,
-    /// then the ref tips', those held whole, as a rewrite of its log would
-    /// claim): a remote sending its log may send its claims of them as they
-    /// are, 56 bytes each, where the records they stand for take 57 bytes a
-    /// file (16.4 MiB for a hub's log of 100,000 files).
+    /// The trees whose claims this replica reads as their records (HEAD's
+    /// and the ref tips', as a rewrite of its log would claim, and those
+    /// its log claims, listed as it reads them, not before): a remote
+    /// sending its log may send its claims of them as they are, 56 bytes
+    /// each, where the records they stand for take 57 bytes a file (16.4
+    /// MiB for a hub's log of 100,000 files).
     pub fn trees_read_for_claims(&self) -> RepoResult<Vec<ObjectId>> {
-        Ok(self
-            .claimable_trees()?
+        let mut trees: Vec<ObjectId> = self
+            .claimable_trees(&[])?
             .into_iter()
             .map(|(tree, _)| tree)
-            .collect())
+            .collect();
+        for tree in self.claimed_trees()? {
+            if !trees.contains(&tree) {
+                trees.push(tree);
+            }
+        }
+        Ok(trees)
     }
 
     /// The trees whose claims to ask another replica for, at most
@@ -535,12 +548,19 @@ pub(crate) struct ClaimFinder {
 }
 
 impl ClaimFinder {
-    /// A finder over the trees a rewrite of `repo`'s log may claim.
-    pub(crate) fn new(repo: &Repository) -> RepoResult<ClaimFinder> {
+    /// A finder over the trees a rewrite of `repo`'s log may claim: those
+    /// it claims now and `theirs` (trees the log merged in claims) among them.
+    pub(crate) fn new(repo: &Repository, theirs: &[ObjectId]) -> RepoResult<ClaimFinder> {
+        let copies = repo.copies();
+        let mut claimed = copies.claimed_trees()?;
+        for tree in theirs {
+            if !claimed.contains(tree) {
+                claimed.push(*tree);
+            }
+        }
         Ok(ClaimFinder {
-            candidates: repo
-                .copies()
-                .claimable_trees()?
+            candidates: copies
+                .claimable_trees(&claimed)?
                 .into_iter()
                 .map(|(tree, files)| Candidate { tree, files, at: 0 })
                 .collect(),
@@ -584,10 +604,12 @@ impl ClaimFinder {
         }
         let mut candidates = self.candidates;
         candidates.iter_mut().for_each(|c| c.at = 0);
+        let used = by_candidate.iter().map(|c| vec![false; c.len()]).collect();
         Claims {
             candidates,
             claims: claims.into_iter().map(|(_, claim)| claim).collect(),
             by_candidate,
+            used,
         }
     }
 }
@@ -599,6 +621,9 @@ pub(crate) struct Claims {
     /// Per candidate, the replicas claiming it with their claim's time,
     /// sorted (the seen map's order): a record's is found by a binary search.
     by_candidate: Vec<Vec<(ReplicaId, u64)>>,
+    /// Per claim of `by_candidate`: whether it is the first (in the
+    /// candidates' order) to give back a record covered so far.
+    used: Vec<Vec<bool>>,
 }
 
 impl Claims {
@@ -614,21 +639,66 @@ impl Claims {
         self.candidates.iter_mut().for_each(|c| c.at = 0);
     }
 
-    /// Whether reading the claims gives back `r` exactly (so it need not be written).
+    /// Whether reading the claims gives back `r` exactly (so it need not be
+    /// written); the first claim to give it back is marked used.
     pub(crate) fn cover(&mut self, r: &LocationRecord) -> bool {
         if !r.stamp.present || self.claims.is_empty() {
             return false;
         }
         let mut newest: Option<u64> = None;
-        for (c, claimed) in self.candidates.iter_mut().zip(&self.by_candidate) {
+        let mut first: Option<(usize, usize)> = None;
+        for (i, (c, claimed)) in self
+            .candidates
+            .iter_mut()
+            .zip(&self.by_candidate)
+            .enumerate()
+        {
             if claimed.is_empty() || !c.holds(&r.key) {
                 continue;
             }
             if let Ok(at) = claimed.binary_search_by_key(&r.replica, |(replica, _)| *replica) {
                 newest = newest.max(Some(claimed[at].1));
+                if claimed[at].1 == r.stamp.time_ns && first.is_none() {
+                    first = Some((i, at));
+                }
             }
         }
-        newest == Some(r.stamp.time_ns)
+        let covered = newest == Some(r.stamp.time_ns);
+        if let Some((i, at)) = first.filter(|_| covered) {
+            self.used[i][at] = true;
+        }
+        covered
+    }
+
+    /// After a pass of [`Claims::cover`] over every record: leaves out the
+    /// claims that gave back no record the claims before them did not (a
+    /// tree claimed before whose files every replica holding it holds in
+    /// HEAD's tree too), which cover the same records without them, since
+    /// a claim's time is the earliest of its tree's records. So the trees
+    /// claimed before stay candidates without filling a log's 8 trees with
+    /// claims that give nothing, each listed whenever the log is read.
+    pub(crate) fn keep_used(&mut self) {
+        for (claimed, used) in self.by_candidate.iter_mut().zip(&self.used) {
+            let mut used = used.iter();
+            claimed.retain(|_| used.next() == Some(&true));
+        }
+        self.used = self
+            .by_candidate
+            .iter()
+            .map(|c| vec![false; c.len()])
+            .collect();
+        self.claims = self
+            .candidates
+            .iter()
+            .zip(&self.by_candidate)
+            .flat_map(|(c, claimed)| {
+                claimed.iter().map(|(replica, time_ns)| TreeClaim {
+                    tree: c.tree,
+                    replica: *replica,
+                    time_ns: *time_ns,
+                })
+            })
+            .collect();
     }
 }
 
@@ -1068,6 +1138,59 @@ mod tests {
             repo.copies().trees_to_ask_claims_of(2).unwrap(),
             vec![head, first]
         );
+    }
+
+    /// One commit on, the replicas that hold only the tree before keep
+    /// their claims of it (a tree claimed stays a candidate), and a claim
+    /// that gives back nothing the claims before it do not is left out:
+    /// once every replica holds the new tree, the tree before is claimed
+    /// no more. The log reads as its records throughout.
+    #[test]
+    fn a_tree_claimed_before_stays_claimed_while_a_replica_holds_only_it() {
+        let (dir, repo, before, files) = repo_with_files(600);
+        let mut expected = LocationLog::default();
+        merge(&repo, &mut expected, held_by_two(&files));
+        std::fs::write(dir.path().join("new"), "new").unwrap();
+        repo.commit_everything(&[], &dmv_store::Silent).unwrap();
+        let head = repo
+            .commit(&repo.head_commit().unwrap().unwrap())
+            .unwrap()
+            .tree;
+        let head_files = repo.copies().tree_files(&head).unwrap().unwrap();
+        let new = *head_files.iter().find(|k| !files.contains(k)).unwrap();
+        let claim = |tree, replica: u8, time_ns| TreeClaim {
+            tree,
+            replica: ReplicaId([replica; 16]),
+            time_ns,
+        };
+        let written = |repo: &Repository| {
+            let bytes = std::fs::read(repo.copies().locations_path()).unwrap();
+            u64::from_le_bytes(bytes[12..20].try_into().unwrap())
+        };
+        // Replica 3 holds the new tree whole; its claim of the tree before gives nothing more.
+        let third = head_files.iter().map(|k| record(*k, 3, 30, true)).collect();
+        merge(&repo, &mut expected, third);
+        let mut want = vec![
+            claim(before, 1, 10),
+            claim(before, 2, 20),
+            claim(head, 3, 30),
+        ];
+        want.sort_unstable();
+        assert_eq!(repo.copies().read_claims().unwrap(), want);
+        assert_eq!(written(&repo), 0);
+        assert_eq!(read(&repo).records, expected.records);
+        // Replicas 1 and 2 get the new file: their claims of HEAD's tree give back the rest.
+        merge(
+            &repo,
+            &mut expected,
+            vec![record(new, 1, 40, true), record(new, 2, 40, true)],
+        );
+        let mut want = vec![claim(head, 1, 10), claim(head, 2, 20), claim(head, 3, 30)];
+        want.sort_unstable();
+        assert_eq!(repo.copies().read_claims().unwrap(), want);
+        assert_eq!(repo.copies().claimed_trees().unwrap(), vec![head]);
+        assert_eq!(written(&repo), 2);
+        assert_eq!(read(&repo).records, expected.records);
     }
 
     /// A log received as this one is written (its own pages, sent to a

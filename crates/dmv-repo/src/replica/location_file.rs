@@ -862,7 +862,7 @@ impl Copies<'_> {
         my_card: bool,
     ) -> RepoResult<usize> {
         let _lock = self.lock_locations()?;
-        self.merge_locked(records, cards, my_card, None)
+        self.merge_locked(records, cards, my_card, None, &[])
     }
 
     /// [`Copies::merge_locations`] of another replica's log as it came:
@@ -896,7 +896,8 @@ impl Copies<'_> {
         let records = self.records_with_claims(claims, spool.records()?)?;
         // The news is taken whether asked for or not: an exchange is kept as
         // seen only when it had none to give back either.
-        let changed = self.merge_locked(records, cards, false, Some(&mut news))?;
+        let trees: Vec<ObjectId> = claims.iter().map(|claim| claim.tree).collect();
+        let changed = self.merge_locked(records, cards, false, Some(&mut news), &trees)?;
         if let Some(key) = exchange.filter(|_| changed == 0 && news.is_empty()) {
             let kept = std::iter::once(key).chain(seen).take(SEEN_KEPT);
             let _ = crate::atomic::write_cache(&seen_at, &kept.collect::<Vec<_>>().concat());
@@ -975,12 +976,15 @@ impl Copies<'_> {
 
     /// [`Copies::merge_locations`] under the lock, folding the journal
     /// in; the records of ours that `theirs` lacks or holds older go in `news`.
+    /// `claimed_by_theirs`: the trees the records' log claimed, which the
+    /// rewrite may claim too.
     fn merge_locked(
         &self,
         records: impl IntoIterator<Item = RepoResult<LocationRecord>>,
         cards: &ReplicaCards,
         my_card: bool,
         mut news: Option<&mut LocationNews>,
+        claimed_by_theirs: &[ObjectId],
     ) -> RepoResult<usize> {
         let mut tell = |record: LocationRecord| {
             if let Some(news) = news.as_deref_mut() {
@@ -1058,7 +1062,7 @@ impl Copies<'_> {
         // a pass to find the claims, one to count what is left, one to write it.
         let mut claims = match count >= claims_from_records() {
             true => {
-                let mut finder = ClaimFinder::new(self)?;
+                let mut finder = ClaimFinder::new(self, claimed_by_theirs)?;
                 each_spooled(&mut body, &self.dmv, &mut |r| {
                     finder.see(&r);
                     Ok(())
@@ -1075,6 +1079,7 @@ impl Copies<'_> {
                     Ok(())
                 })?;
                 claims.rewind();
+                claims.keep_used();
                 kept
             }
             None => count,
@@ -1142,7 +1147,7 @@ impl Copies<'_> {
         let _lock = self.lock_locations()?;
         if records.len() > MERGED_FROM_RECORDS {
             records.sort_by_key(LocationRecord::order_then_age);
-            return self.merge_locked(records.into_iter().map(Ok), cards, false, None);
+            return self.merge_locked(records.into_iter().map(Ok), cards, false, None, &[]);
         }
         self.merge_cards_locked(cards)?;
         let taken = records.len();
@@ -1252,6 +1257,7 @@ impl Copies<'_> {
                     &ReplicaCards::new(),
                     false,
                     None,
+                    &[],
                 )
                 .map(drop);
         }

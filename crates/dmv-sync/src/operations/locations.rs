@@ -63,21 +63,22 @@ pub fn exchange_locations(
     remote: &mut dyn Remote,
     send_back: bool,
 ) -> SyncResult<usize> {
-    let (changed, _) = take_locations(repo, remote)?;
+    let (changed, _, _) = take_locations(repo, remote)?;
     if send_back {
         remote.put_locations(repo.copies().replica_id()?, repo.copies().location_pages()?)?;
     }
     Ok(changed)
 }
 
-/// Takes in the remote's location log: how many records changed here, and
-/// what this log knows that the remote's did not. None of the latter when
-/// the log came as several runs (a bucket's, one per replica): what the
-/// whole lacks is not known from one of them.
+/// Takes in the remote's location log: how many records changed here,
+/// what this log knows that the remote's did not, and the trees the
+/// remote's log claims (of those asked for). None of the news when the
+/// log came as several runs (a bucket's, one per replica): what the whole
+/// lacks is not known from one of them.
 fn take_locations(
     repo: &Repository,
     remote: &mut dyn Remote,
-) -> SyncResult<(usize, Option<LocationNews>)> {
+) -> SyncResult<(usize, Option<LocationNews>, Vec<ObjectId>)> {
     let mut run = LocationRun::new(repo)?;
     let mut changed = 0;
     let mut runs = 1;
@@ -98,8 +99,10 @@ fn take_locations(
         }
         run.add(&mut records, names)
     })?;
+    let mut claimed: Vec<ObjectId> = run.claims.iter().map(|claim| claim.tree).collect();
+    claimed.dedup();
     let (last, news) = run.merge_with_news(repo)?;
-    Ok((changed + last, (runs == 1).then_some(news)))
+    Ok((changed + last, (runs == 1).then_some(news), claimed))
 }
 
 /// Whether this replica takes other replicas' location logs only when it
@@ -124,7 +127,7 @@ pub(crate) fn share_locations(
     send_back: bool,
 ) -> SyncResult<usize> {
     if !takes_logs_lazily(repo) {
-        let (changed, news) = take_locations(repo, remote)?;
+        let (changed, news, claimed) = take_locations(repo, remote)?;
         if !send_back {
             return Ok(changed);
         }
@@ -134,11 +137,11 @@ pub(crate) fn share_locations(
             Some(news) => Some(news.records),
             None => None,
         };
-        give_log(repo, remote, me, records)?;
+        give_log(repo, remote, me, records, &claimed)?;
         return Ok(changed);
     }
     if send_back {
-        give_log(repo, remote, repo.copies().replica_id()?, None)?;
+        give_log(repo, remote, repo.copies().replica_id()?, None, &[])?;
     }
     Ok(0)
 }
@@ -150,22 +153,30 @@ const RECORDS_WORTH_CLAIMS: u64 = 1024;
 /// Gives the remote `records` (news of this log), or the whole log when
 /// `None`; either way, past [`RECORDS_WORTH_CLAIMS`], the whole log
 /// instead if it is fewer records once its claims of the remote's tips'
-/// trees go as they are. A clone of 100,000 files from a hub that two
-/// replicas fill sent back 300,000 records (17 MB, which the hub then
-/// read and merged): as claims, three. A phone's few records go as they
-/// are, with no request more.
+/// trees and of `remote_claims` (trees the remote's log claims) go as
+/// they are. A clone of 100,000 files from a hub that two replicas fill
+/// sent back 300,000 records (17 MB, which the hub then read and merged):
+/// as claims, three. A phone's few records go as they are, with no
+/// request more.
 fn give_log(
     repo: &Repository,
     remote: &mut dyn Remote,
     me: ReplicaId,
     records: Option<Vec<LocationRecord>>,
+    remote_claims: &[ObjectId],
 ) -> SyncResult<()> {
     let pages = match records {
         Some(records) => repo.copies().location_pages_of(records)?,
         None => repo.copies().location_pages()?,
     };
     if pages.records_left() > RECORDS_WORTH_CLAIMS && remote.takes_pieces_of_logs() {
-        let trees = tip_trees(repo, remote)?;
+        let mut trees = tip_trees(repo, remote)?;
+        for tree in remote_claims {
+            if trees.len() < crate::protocol::MAX_TREES_PER_CLAIMS_REQUEST && !trees.contains(tree)
+            {
+                trees.push(*tree);
+            }
+        }
         let claimed = repo.copies().location_pages_claiming(&trees)?;
         if !claimed.claims().is_empty()
             && claimed.records_left() < pages.records_left()
@@ -210,7 +221,7 @@ pub(crate) fn share_locations_after_fetch(
         tell_of_new_copies(repo, remote, files);
         return Ok(0);
     }
-    let (changed, news) = take_locations(repo, remote)?;
+    let (changed, news, claimed) = take_locations(repo, remote)?;
     let Some(news) = news.filter(|_| remote.takes_pieces_of_logs()) else {
         tell_of_new_copies(repo, remote, files);
         return Ok(changed);
@@ -235,7 +246,7 @@ pub(crate) fn share_locations_after_fetch(
             Some(records)
         }
     };
-    let _ = give_log(repo, remote, me, records);
+    let _ = give_log(repo, remote, me, records, &claimed);
     Ok(changed)
 }
 
