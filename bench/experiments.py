@@ -995,6 +995,88 @@ def _sync_transport(ctx, sshd, dmv, tool, pt, skips, experiment, param, kind, so
 TRACE = re.compile(r"trace: bytes-sent (\d+) bytes-received (\d+)")
 
 
+def hub_replicas(ctx, files, replicas, settle=0):
+    """A hub that many replicas cloned: what every clone, fetch and push of
+    it costs once its location log names them all (DMV's; git keeps none).
+
+    Per tool: `files` files of 1 KiB (1,000 a folder) committed, cloned into
+    a bare hub, which `replicas` full replicas clone (untimed). Replica 0
+    commits one new file and pushes it (`push_one`); replica 1 pulls it
+    (`pull_one`), fetches again with nothing new (`fetch_nothing`) and
+    pushes with nothing to send (`push_nothing`); then a fresh clone of the
+    hub (`clone`). dmv through local paths (`dmv serve --stdio` through a
+    pipe) with DMV_TRACE's bytes sent and received; git through file://
+    URLs (its pack protocol, not a local copy). Recorded as experiment
+    `hub-replicas` (parameter: files; `replicas` in each record). Nothing
+    is deleted until both tools are done, and the suite waits `settle`
+    seconds before each tool's steps (see measure.ext4_without_journal)."""
+    experiment, param = "hub-replicas", str(files)
+    tools = [t for t in ctx.tools if t.name in ("dmv", "git")]
+    skips = Skips(ctx, experiment)
+    pt = ctx.point(experiment, files)
+    try:
+        print("hub-replicas: writing %d files" % files, flush=True)
+        datagen.write_tree(pt.work, files)
+        for tool in tools:
+            if not skips.active(tool, param):
+                continue
+            _settle(settle, "files deleted before this point slow down creating files (ext4 without a journal)")
+            _hub_replicas_tool(ctx, skips, tool, pt, experiment, param, replicas)
+    finally:
+        shutil.rmtree(pt.root, ignore_errors=True)
+
+
+def _hub_replicas_tool(ctx, skips, tool, pt, experiment, param, replicas):
+    binary = tool.path or tool.binary
+    root = os.path.join(pt.root, tool.name)
+    hub = os.path.join(root, "hub")
+    url = hub if tool.name == "dmv" else "file://" + hub
+    trace = {"DMV_TRACE": "1"} if tool.name == "dmv" else {}
+
+    def cmd(where, *args):
+        return Cmd([binary] + list(args), cwd=where, env=trace)
+
+    def setup(*cmds):
+        out = run_cmds(list(cmds), ctx.rec.env, ctx.rec.timeout)
+        if not out.ok:
+            ctx.rec.note(tool.name, experiment, param, "all", "fail", "setup: %s" % (out.error or out.stderr_tail))
+        return out.ok
+
+    try:
+        os.makedirs(root)
+        if not _run_tool_steps(ctx, skips, tool, pt, experiment, param, [
+                S("init", lambda: tool.init(pt), fatal=True),
+                S("commit", lambda: tool.commit(pt, True), fatal=True)]):
+            return
+        source = pt.work if tool.name == "dmv" else "file://" + pt.work
+        print("hub-replicas: %s, a hub and %d clones of it" % (tool.name, replicas), flush=True)
+        if not setup(cmd(root, "clone", "-q", "--bare", source, hub)):
+            return
+        for i in range(replicas):
+            if not setup(cmd(root, "clone", "-q", url, "r%d" % i)):
+                return
+        r0, r1 = os.path.join(root, "r0"), os.path.join(root, "r1")
+        with open(os.path.join(r0, "one-more.txt"), "w") as f:
+            f.write("one more file\n")
+        if not setup(cmd(r0, "add", "one-more.txt"), cmd(r0, "commit", "-q", "-m", "one more")):
+            return
+        extra = dict(replicas=replicas, data_files=int(param))
+        for step, where, args in (("push_one", r0, ["push", "-q"]), ("pull_one", r1, ["pull", "-q"]),
+                                  ("fetch_nothing", r1, ["fetch", "-q"]), ("push_nothing", r1, ["push", "-q"]),
+                                  ("clone", root, ["clone", "-q", url, "fresh"])):
+            os.sync()
+            out = ctx.rec.step(tool, experiment, param, step, [cmd(where, *args)], root,
+                               after=lambda out: dict(extra, **_trace(out)))
+            if out.timed_out:
+                skips.fail(tool, param, out)
+                return
+    finally:
+        # kept until the point is done (deleting many files slows creating them); the next tool commits the work tree
+        if os.path.exists(tool.meta(pt)):
+            os.rename(tool.meta(pt), os.path.join(root, "source-meta"))
+
+
+
 def s3(ctx, tools, minio_bin, sizes, counts, settle=0, minio_missing=None):
     """Push to and clone from object storage: a real MinIO on 127.0.0.1, one
     big file (`sizes`) and many 1 KiB files (`counts`).

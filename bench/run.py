@@ -13,6 +13,7 @@
     python3 bench/run.py --quick --experiments attack   # a clone of 100 MiB from dmv serve under DoS attacks
     python3 bench/run.py --quick --experiments availability  # get with the nearest copy stalled; a ring of 3 peers
     python3 bench/run.py --quick --experiments hubtier  # push/clone: one dmv serve on disk vs two over a MinIO bucket
+    python3 bench/run.py --quick --experiments hub-replicas  # clone, pull, fetch, push of a hub 8 replicas cloned
     python3 bench/run.py --quick --experiments watch    # dmv watch: last write to commit and to another replica, idle cost; Syncthing
     python3 bench/run.py --quick --experiments mount    # dmv mount: ls -l of 100,000 files, 1 GiB read, random reads (8 min)
     python3 bench/run.py --quick --experiments worktree-mount  # dmv mount --worktree against the plain tree and dmv get (8 min)
@@ -68,7 +69,8 @@ MODES = {
                   webui_folder=10_000, webui_commit=2_000, webui_paths=1_000_000, webui_upload="1G",
                   platforms_size="1G", platforms_files=100_000, platforms_tries=5,
                   encrypted_size="1G", encrypted_files=100_000, encrypted_tries=3,
-                  oxen_photos=10_000, oxen_small=100_000, oxen_tries=3, timeout=600),
+                  oxen_photos=10_000, oxen_small=100_000, oxen_tries=3, hubrep_files=10_000, hubrep_replicas=8,
+                  timeout=600),
     "full": dict(sizes="1..8G", counts="1..1M",
                  status_files=100_000, status_changed=5_000,
                  refs="1,1000,100000,1000000", refs_separate="1,1000",
@@ -83,7 +85,8 @@ MODES = {
                  webui_folder=10_000, webui_commit=2_000, webui_paths=1_000_000, webui_upload="1G",
                  platforms_size="1G", platforms_files=100_000, platforms_tries=5,
                  encrypted_size="1G", encrypted_files=100_000, encrypted_tries=5,
-                 oxen_photos=100_000, oxen_small=1_000_000, oxen_tries=3, timeout=1800),
+                 oxen_photos=100_000, oxen_small=1_000_000, oxen_tries=3, hubrep_files=100_000, hubrep_replicas=17,
+                 timeout=1800),
 }
 # the experiments each mode runs when --experiments is not given
 DEFAULT_EXPERIMENTS = {"quick": ["filesize", "filecount", "status", "refs"],
@@ -106,11 +109,12 @@ DEFAULT_EXPERIMENTS = {"quick": ["filesize", "filecount", "status", "refs"],
 # them too); nor is locks: issue 71's lock latency over HTTP against git-lfs on lfs-test-server (built with go);
 # nor is review-page: issue 72's page of a review of 2,000 photos with 500 comments, in Chromium; nor is
 # worktree-mount: issue 74's writable mount of the working tree (FUSE, root), measured when the mount changes; nor
-# is oxen-workloads: issue 73's comparison with Oxen and DVC on their own workloads (pip-installed peers, MinIO)
+# is oxen-workloads: issue 73's comparison with Oxen and DVC on their own workloads (pip-installed peers, MinIO); nor
+# is hub-replicas: the location exchange of a hub many replicas cloned, measured when the exchange changes
 ALL_EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync", "s3", "partial", "history", "web", "import",
                    "store", "attack", "availability", "hubtier", "watch", "mount", "worktree-mount", "habits", "habits-text", "locks",
                    "webui", "wall", "review-page",
-                   "platforms", "encrypted", "oxen-workloads", "huge"]
+                   "platforms", "encrypted", "oxen-workloads", "hub-replicas", "huge"]
 
 
 def parse_number(text, binary):
@@ -455,6 +459,7 @@ def main(argv=None):
     s3_counts = parse_points(args.s3_counts or cfg["s3_counts"], False)
     s3_settle = args.s3_settle if args.s3_settle is not None else sync_settle
     history_commits = args.history_commits or cfg["history_commits"]
+    hubrep_files, hubrep_replicas = cfg["hubrep_files"], cfg["hubrep_replicas"]
     web_images = args.web_images or cfg["web_images"]
     web_film = parse_number(args.web_film_size or cfg["web_film"], True)
     import_files = args.import_files or cfg["import_files"]
@@ -780,6 +785,7 @@ def main(argv=None):
                             partial_status_tries=experiments.PARTIAL_STATUS_TRIES,
                             s3_sizes=s3_sizes, s3_counts=s3_counts, s3_settle_s=s3_settle,
                             s3_minio=minio_bin, history_commits=history_commits,
+                            hubrep_files=hubrep_files, hubrep_replicas=hubrep_replicas,
                             web_images=web_images, web_film_bytes=web_film, import_files=import_files,
                             import_commits=import_commits, archive_bytes=archive_size, store_files=store_files,
                             store_settle_s=sync_settle, attack_pairs=attack_pairs,
@@ -897,6 +903,8 @@ def main(argv=None):
                 experiments.s3(ctx, s3_tools, minio_bin, s3_sizes, s3_counts, s3_settle, minio_why)
             elif exp == "history":
                 experiments.history(ctx, history_commits)
+            elif exp == "hub-replicas":
+                experiments.hub_replicas(ctx, hubrep_files, hubrep_replicas, sync_settle)
             elif exp == "web":
                 experiments.web(ctx, web_images, web_film)
             elif exp == "import":
