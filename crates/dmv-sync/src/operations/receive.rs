@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasher;
 
 use dmv_repo::store::object::{for_each_child, EntryKind, Tag};
-use dmv_repo::store::{ObjectId, ObjectKind, Store, StoredObject, WriteSession};
+use dmv_repo::store::{ChunkParams, ObjectId, ObjectKind, Store, StoredObject, WriteSession};
 use dmv_repo::tree::FlatEntry;
 use dmv_repo::{
     check_object, stored_facts, EarlyCheckout, ObjectFacts, PathFilter, Progress, Repository,
@@ -17,6 +17,7 @@ use dmv_repo::{
 
 use crate::operations::locations::{record_transfer, remote_replica, tell_of_new_copies};
 use crate::protocol::objects::{children_first, damaged, edges, TransferStats};
+use crate::protocol::MAX_IDS_PER_REQUEST;
 use crate::transport::remote::{Received, Remote};
 use crate::{SyncError, SyncResult, Violation};
 
@@ -643,9 +644,12 @@ fn receive_chunks(
     let mut stats = TransferStats::default();
     let total: u64 = chunks.iter().map(|(_, s)| u64::from(*s)).sum();
     let mut done = 0u64;
+    let mut rest = &chunks[..];
     // The ids of one batch at a time: a copy of them all would be 32 bytes a chunk more.
-    let mut batch = Vec::with_capacity(client.chunks_per_get());
-    for part in chunks.chunks(client.chunks_per_get().max(1)) {
+    let mut batch = Vec::new();
+    while !rest.is_empty() {
+        let part;
+        (part, rest) = rest.split_at(get_batch_len(rest, client.chunks_per_get()));
         batch.clear();
         batch.extend(part.iter().map(|(id, _)| *id));
         let received = client.get(&batch, true, &mut |got| {
@@ -679,6 +683,25 @@ fn receive_chunks(
         }
     }
     Ok(stats)
+}
+
+/// How many of `chunks` (ids and sizes) one `get` asks for: as many bytes
+/// as `chunks_per_get` chunks of the default size, up to the most ids a
+/// request may name. A fixed count of 4,096 cut a clone of 100,000 files
+/// of 1 KiB into 25 answers of 4 MiB, each after a pause of ~5 ms while
+/// the request went out and the server began; now 4.
+fn get_batch_len(chunks: &[(ObjectId, u32)], chunks_per_get: usize) -> usize {
+    let budget = chunks_per_get.max(1) as u64 * u64::from(ChunkParams::default().avg);
+    let mut bytes = 0u64;
+    let fits = chunks
+        .iter()
+        .take(MAX_IDS_PER_REQUEST)
+        .take_while(|(_, size)| {
+            bytes += u64::from(*size);
+            bytes <= budget
+        })
+        .count();
+    fits.max(1).min(chunks.len())
 }
 
 /// Stores the explored metadata, each object after everything it refers to
@@ -752,4 +775,38 @@ fn store_metadata(
         }
     }
     Ok(stored)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunks(sizes: &[u32]) -> Vec<(ObjectId, u32)> {
+        sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &size)| {
+                (
+                    ObjectId::hash(ObjectKind::Chunk, &(i as u64).to_le_bytes()),
+                    size,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_get_asks_for_as_many_bytes_as_its_chunks_of_the_default_size() {
+        let avg = ChunkParams::default().avg;
+        // 4,096 chunks of the default size, or 256 times as many of 256 bytes,
+        // but never more ids than a request may name.
+        assert_eq!(get_batch_len(&chunks(&vec![avg; 5000]), 4096), 4096);
+        assert_eq!(
+            get_batch_len(&chunks(&vec![1024; 100_000]), 4096),
+            MAX_IDS_PER_REQUEST
+        );
+        assert_eq!(get_batch_len(&chunks(&vec![avg / 2; 10_000]), 100), 200);
+        // A chunk larger than the whole budget still goes, alone.
+        assert_eq!(get_batch_len(&chunks(&[avg * 8, 1]), 2), 1);
+        assert_eq!(get_batch_len(&chunks(&[7]), 0), 1);
+    }
 }

@@ -58,9 +58,10 @@ pub trait Remote: Send {
         chunks: bool,
         sink: &mut dyn FnMut(Received) -> SyncResult<()>,
     ) -> SyncResult<()>;
-    /// How many chunks a fetch asks for per `get` (4096: one answer of about
-    /// 256 MiB at the default chunk size, so the pause between two answers,
-    /// while the server starts reading the disk again, is rare).
+    /// How many chunks of the default size a fetch asks for per `get`
+    /// (4096: one answer of about 256 MiB, so the pause between two
+    /// answers, while the server starts reading the disk again, is rare);
+    /// of smaller chunks as many bytes' worth (receive.rs).
     fn chunks_per_get(&self) -> usize {
         4096
     }
