@@ -876,12 +876,18 @@ fn get_writes_files_while_their_data_arrives_and_two_gets_keep_apart() {
     let t = t.path();
     let src = t.join("src");
     photos(&src, 1, 3, 4 << 20);
-    // Small files too, two of them with the same bytes (one chunk for both).
+    // Small files too, two of them with the same bytes (one chunk for
+    // both), and a tiny one, left to the fill after the transfer.
     std::fs::create_dir(src.join("small")).unwrap();
     for i in 0..4u64 {
-        write_noise(&src.join(format!("small/s{i}.jpg")), 1000 * (i + 1), 50 + i);
+        write_noise(
+            &src.join(format!("small/s{i}.jpg")),
+            16_384 + 1000 * i,
+            50 + i,
+        );
     }
     std::fs::copy(src.join("small/s0.jpg"), src.join("small/s4.jpg")).unwrap();
+    write_noise(&src.join("small/tiny.txt"), 1000, 60);
     commit_all(&src, "small ones");
     ok(&dmv_out(
         t,
@@ -919,16 +925,18 @@ fn get_writes_files_while_their_data_arrives_and_two_gets_keep_apart() {
     assert!(same("f00/p2.raw"));
     assert!(!m.join(".dmv/early-checkout").exists());
     // A folder of small files is written as it arrives too, not read back
-    // from the pack after: all five wait once the data is in.
+    // from the pack after: all five wait once the data is in; the tiny
+    // one does not.
     let mut cmd = dmv_cmd(&m);
     cmd.args(["get", "small"]);
     let small = Paused::start(cmd, "pack-sealed");
     let mut lens: Vec<u64> = staged(&m).iter().map(|(_, len)| *len).collect();
     lens.sort_unstable();
-    assert_eq!(lens, vec![1000, 1000, 2000, 3000, 4000]);
+    assert_eq!(lens, vec![16_384, 16_384, 17_384, 18_384, 19_384]);
     assert!(!m.join("small/s0.jpg").exists());
     ok(&small.resume());
     assert!((0..5).all(|i| same(&format!("small/s{i}.jpg"))));
+    assert!(same("small/tiny.txt"));
     assert!(!m.join(".dmv/early-checkout").exists());
     assert!(dmv(&m, &["status", "--short"]).is_empty());
     fsck_clean(&m);

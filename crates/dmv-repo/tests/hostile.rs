@@ -285,14 +285,15 @@ fn early_checkout_planning_survives_a_deep_chain_of_file_nodes() {
 fn an_early_checkout_plans_at_most_65536_files() {
     let (_dir, repo) = repo();
     let mut early = EarlyCheckout::new(&repo).unwrap();
-    let bytes = |i: u32| i.to_le_bytes().to_vec();
+    // 16 KiB each: a get leaves smaller files to the fill after the transfer.
+    let bytes = |i: u32| i.to_le_bytes().repeat(4096);
     let id = |i: u32| ObjectId::from_hex(&blake3::hash(&bytes(i)).to_hex()).unwrap();
     let path = |i: u32| format!("f{i}").into_bytes();
     let files = (0..70_000u32).map(|i| {
         let entry = FlatEntry {
             kind: EntryKind::File,
             id: id(i),
-            size: 4,
+            size: 16 << 10,
         };
         (path(i), entry)
     });

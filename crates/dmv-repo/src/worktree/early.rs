@@ -34,6 +34,13 @@ use crate::{RepoError, RepoResult, Repository};
 /// a few chunks, and their cost is creating the file (in place, where this
 /// adds a rename), not reading it back.
 const MIN_FILE: u64 = 2 << 20;
+/// A get leaves files smaller than this to the fill after the transfer
+/// (on several threads, through a temporary name beside each file): read
+/// back from the pack they cost little, and written one at a time as they
+/// arrive, through a folder of their own and a rename, a get of 100,000
+/// files of 1 KiB took 7.4 s where it now takes 4.9 (a get of 10,000
+/// photos of 50 KiB still gains from writing them as they arrive).
+const MIN_GET_FILE: u64 = 16 << 10;
 /// At most this many files are planned (each ~200 bytes of memory with
 /// its path): a get of more writes the rest from the store afterwards.
 const MAX_FILES: usize = 64 * 1024;
@@ -150,10 +157,11 @@ impl EarlyCheckout {
     }
 
     /// Chooses, among `files` (paths and entries), those to write early; for
-    /// a `get`, which fills some files of a working tree that is there. Small
-    /// files too: a get writes each through a temporary name anyway, so
-    /// writing it as it arrives only spares reading it back from the pack
-    /// (a get of 10,000 photos of 50 KiB: 1.6 s, where 2.1 s).
+    /// a `get`, which fills some files of a working tree that is there.
+    /// Smaller files than a clone's too, down to [`MIN_GET_FILE`]: a get
+    /// writes each through a temporary name anyway, so writing it as it
+    /// arrives spares reading it back from the pack (a get of 10,000 photos
+    /// of 50 KiB: 1.6 s, where 2.1 s).
     pub fn plan_files(
         &mut self,
         lookup: &Lookup<'_>,
@@ -161,7 +169,10 @@ impl EarlyCheckout {
         files: impl IntoIterator<Item = (Vec<u8>, FlatEntry)>,
     ) {
         for (rel, entry) in files {
-            if entry.kind == EntryKind::Symlink || self.files.len() == MAX_FILES {
+            if entry.kind == EntryKind::Symlink
+                || entry.size < MIN_GET_FILE
+                || self.files.len() == MAX_FILES
+            {
                 continue;
             }
             let mut chunks = Vec::new();

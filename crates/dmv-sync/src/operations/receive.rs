@@ -107,14 +107,19 @@ pub fn fetch_objects(
     })
 }
 
-/// An explored object's content, else a stored one's.
+/// An explored object's content, else a stored one's. The store is asked
+/// only of what its indexes as listed hold: a miss of `Store::read` looks
+/// at the packs' folder for new packs, and a clone of 100,000 small files
+/// asked it of every file's chunk (0.3 s); an object stored since is taken
+/// as unknown, which only leaves its file to the checkout.
 fn lookup_in<'a>(
     store: &'a Store,
     found: &'a Explored,
 ) -> impl Fn(&ObjectId) -> Option<(ObjectKind, Vec<u8>)> + 'a {
     move |id: &ObjectId| match found.meta.get(id) {
         Some(obj) => obj.content().ok().map(|c| (obj.kind, c.into_owned())),
-        None => store.read(id).ok(),
+        None if store.contains(id).unwrap_or(false) => store.read(id).ok(),
+        None => None,
     }
 }
 
