@@ -1355,6 +1355,37 @@ fn hub_of_small_files(t: &Path, files: u64) {
     dmv(t, &["clone", "--bare", "a", "hub"]);
 }
 
+/// A get of many files tells its source of the new copies as a fetch
+/// does, in claims when that is fewer: a get of 3,000 files from a meta
+/// clone sent 3,000 records of 57 bytes where one claim says it; what
+/// else it sends is the ids it asks about, 96 bytes a file (`Has`, then
+/// the exploration, then the chunks).
+#[test]
+fn a_get_of_many_files_tells_its_source_in_claims() {
+    const FILES: u64 = 3_000;
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    hub_of_small_files(t, FILES);
+    dmv(t, &["clone", "--slice", "meta", "hub", "m"]);
+    let (out, sent, _) = traced(&t.join("m"), &["get", "."], |_| {});
+    ok(&out);
+    assert!(
+        sent < FILES * 110,
+        "sent {sent} bytes: {} a file",
+        sent / FILES
+    );
+    assert_eq!(
+        std::fs::read_to_string(t.join("m/d2/f2999.txt")).unwrap(),
+        "2999"
+    );
+    // The hub learnt it: a clone of it knows where the data is.
+    dmv(t, &["clone", "--slice", "meta", "hub", "e"]);
+    let m = t.join("m").to_string_lossy().into_owned();
+    let whereis = dmv(&t.join("e"), &["whereis", "d2/f2999.txt"]);
+    assert!(whereis.contains(&m), "the hub did not learn: {whereis}");
+    fsck_clean(&t.join("hub"));
+}
+
 /// A clone tells its source that it holds every file, as the source's
 /// log must learn, in claims: a clone of 3,000 files from a hub that two
 /// replicas fill sent 6,000 records of 57 bytes back (178 bytes a file in
