@@ -109,9 +109,10 @@ pub fn fetch_objects(
 
 /// An explored object's content, else a stored one's. The store is asked
 /// only of what its indexes as listed hold: a miss of `Store::read` looks
-/// at the packs' folder for new packs, and a clone of 100,000 small files
-/// asked it of every file's chunk (0.3 s); an object stored since is taken
-/// as unknown, which only leaves its file to the checkout.
+/// at the packs' folder for new packs, and planning the early writes of
+/// 100,000 one-chunk files missed once a file (0.32 s, now 0.06 s); an
+/// object stored since is taken as unknown, which only leaves its file to
+/// the checkout.
 fn lookup_in<'a>(
     store: &'a Store,
     found: &'a Explored,
@@ -802,8 +803,8 @@ mod tests {
     #[test]
     fn a_get_asks_for_as_many_bytes_as_its_chunks_of_the_default_size() {
         let avg = ChunkParams::default().avg;
-        // 4,096 chunks of the default size, or 256 times as many of 256 bytes,
-        // but never more ids than a request may name.
+        // 4,096 chunks of the default size; of 1 KiB chunks as many as a
+        // request may name; of half the default size twice as many.
         assert_eq!(get_batch_len(&chunks(&vec![avg; 5000]), 4096), 4096);
         assert_eq!(
             get_batch_len(&chunks(&vec![1024; 100_000]), 4096),
