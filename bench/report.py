@@ -372,6 +372,13 @@ def sync_table(ix, exp, p, per):
         lines += ["", "For reference, `cp -r` of the same data on this machine (no network, no repository; "
                   "it writes the data once, a clone writes it twice: repository and checkout): %s%s." % (
                       text, (", " + fmt_rate(local, per)[1]) if v else "")]
+    cores = ix.by.get(("cp", exp, str(p), "connect_and_copy"))
+    if cores:
+        v, text = cell(cores, "time")
+        lines += ["", "For reference too, a connection to the same sshd and then `cp -r` with every core (%s at once, "
+                  "each taking whole folders, from the page cache): %s%s. Not a floor: `cp` reads and looks at each "
+                  "file before it writes it." % (cores.get("cores", "?"), text,
+                                                  (", " + fmt_rate(cores, per)[1]) if v else "")]
     twice, once = ix.by.get(("cp", exp, str(p), "clone_floor")), ix.by.get(("cp", exp, str(p), "clone_floor_once"))
     if twice:
         v, text = cell(twice, "time")
