@@ -1077,6 +1077,14 @@ fn worktree_mount_takes_changes(passthrough: bool) {
             .filter(|l| l.contains(&format!("/dmv/{kind} ")))
             .count()
     };
+    // A small absent file suggests reads of a disk block, as on disk: `cp`
+    // sizes its buffer by it, and a 1 MiB one is mapped afresh per file.
+    assert_eq!(
+        std::os::unix::fs::MetadataExt::blksize(
+            &std::fs::metadata(m.path("many/f00001.txt")).unwrap()
+        ),
+        4096
+    );
     let before = requests();
     let copying = Instant::now();
     copy_out(&m.path("many"), &t.path().join("many-out"));
@@ -1092,6 +1100,23 @@ fn worktree_mount_takes_changes(passthrough: bool) {
     }
     assert!(made <= 100, "{made} requests to copy 2,000 files");
     assert!(!phone.join("many/f01000.txt").exists());
+    // A listing read in many parts (one kept per open folder) names each
+    // file once, and a folder opened again lists what was made since.
+    let names = |dir: &Path| {
+        let names: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        let distinct: std::collections::HashSet<_> = names.iter().cloned().collect();
+        assert_eq!(distinct.len(), names.len(), "a name listed twice");
+        distinct
+    };
+    assert_eq!(names(&m.path("many")).len(), 2000);
+    std::fs::write(m.path("many/late.txt"), "late\n").unwrap();
+    let listed = names(&m.path("many"));
+    assert_eq!(listed.len(), 2001);
+    assert!(listed.contains(std::ffi::OsStr::new("late.txt")));
+    std::fs::remove_file(m.path("many/late.txt")).unwrap();
 
     // What applications do.
     let many = |i: u32| format!("file {i}\n").repeat(i as usize % 7);

@@ -335,9 +335,7 @@ mod floor {
             // The worktree mount's capabilities, asked for the same way.
             let _ = config.set_max_readahead(1 << 20);
             let _ = config.add_capabilities(InitFlags::FUSE_BIG_WRITES);
-            let _ = config.add_capabilities(
-                InitFlags::FUSE_DO_READDIRPLUS | InitFlags::FUSE_READDIRPLUS_AUTO,
-            );
+            let _ = config.add_capabilities(InitFlags::FUSE_DO_READDIRPLUS);
             let _ = config.add_capabilities(InitFlags::FUSE_AUTO_INVAL_DATA);
             let _ = config.add_capabilities(InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP);
             let passthrough = self.passthrough.load(Ordering::Relaxed)

@@ -30,7 +30,7 @@ use fuser::{
     ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
 
-use crate::fs::DIRECT_FROM;
+use crate::fs::{suggested_read, DIRECT_FROM};
 use crate::prefetch::{self, Runs, Step};
 use crate::read_cache::ReadCache;
 use crate::reading::{OpenFile, Reader};
@@ -48,7 +48,7 @@ const KEPT: Duration = Duration::from_secs(1);
 const ABSENT_KEPT: Duration = Duration::from_secs(30);
 
 /// Absent versions up to this size are given to the kernel's page cache
-/// whole when opened (see `give_kernel`): what the kernel's first read
+/// whole when opened (see [`PageGiver::give`]): what the kernel's first read
 /// of a file would ask for anyway (its read-ahead starts at 128 KiB).
 const GIVEN_UP_TO: u64 = 128 << 10;
 /// How long a mount that ends waits for its fetches ahead and its
@@ -145,7 +145,7 @@ impl LockRule {
 
 pub struct WorktreeFs {
     repo: &'static Repository,
-    reader: Reader,
+    reader: Arc<Reader>,
     names: Arc<Mutex<Inodes>>,
     absent: Arc<Mutex<Absent>>,
     /// What was read of absent files, within `mount.cacheSize`.
@@ -172,6 +172,10 @@ pub struct WorktreeFs {
     /// kernel wants one per inode.
     backing: Mutex<HashMap<u64, std::sync::Weak<BackingId>>>,
     open: Mutex<HashMap<u64, Arc<Handle>>>,
+    /// Each open folder's listing, made as its reading starts (offset 0)
+    /// and read on from: made again at every call, a folder of n files
+    /// cost n²/100 entries (0.33 s for 10,000 files).
+    listings: Mutex<HashMap<u64, Arc<Vec<Listed>>>>,
     next_handle: AtomicU64,
     /// Absent files show HEAD's commit time.
     head_time: SystemTime,
@@ -179,9 +183,65 @@ pub struct WorktreeFs {
     report: Arc<dyn Fn(&str) + Send + Sync>,
     /// The way to the kernel's page cache, once the folder is mounted.
     kernel: Arc<OnceLock<Notifier>>,
-    /// The absent versions given to the kernel's page cache at an open,
-    /// by inode: not given again while the kernel likely keeps them.
-    given: Mutex<HashSet<(u64, ObjectId)>>,
+    /// The absent versions given to the kernel's page cache, by inode:
+    /// not given again while the kernel likely keeps them.
+    given: Arc<Mutex<HashSet<(u64, ObjectId)>>>,
+}
+
+/// What gives small absent files to the kernel's page cache (see
+/// [`PageGiver::give`]), at an open or from a fetch ahead.
+#[derive(Clone)]
+struct PageGiver {
+    repo: &'static Repository,
+    reader: Arc<Reader>,
+    kernel: Arc<OnceLock<Notifier>>,
+    given: Arc<Mutex<HashSet<(u64, ObjectId)>>>,
+}
+
+impl PageGiver {
+    /// Gives the kernel's page cache the whole of small absent version
+    /// `file` (open as `open`, inode `ino`) when its data is here: the
+    /// reader then reads it without asking this process (a `cp -r` of
+    /// photos asked four times a file: lookup, open, read, release). As a
+    /// read with the pages kept would leave them; a failure (the kernel
+    /// not knowing the inode yet, say) only leaves it to the open, or the
+    /// reads, to ask.
+    fn give(&self, ino: u64, file: &AbsentFile, open: &OpenFile) {
+        let Some(kernel) = self.kernel.get() else {
+            return;
+        };
+        if self.repo.copies().is_absent(&file.entry()).unwrap_or(true)
+            || !lock(&self.given).insert((ino, file.id))
+        {
+            return;
+        }
+        let given = self
+            .reader
+            .read(open, 0, file.size as u32)
+            .is_ok_and(|bytes| kernel.store(INodeNo(ino), 0, bytes.as_slice()).is_ok());
+        let mut versions = lock(&self.given);
+        if !given {
+            versions.remove(&(ino, file.id));
+        } else if versions.len() > MOST_GIVEN {
+            versions.clear();
+        }
+    }
+
+    /// Gives the kernel the small files of `files` it has inodes of (the
+    /// ones a listing or a lookup named to it), as a fetch ahead brings them:
+    /// the copy into the page cache then runs beside the reader, not in
+    /// its open.
+    fn give_fetched(&self, names: &Mutex<Inodes>, files: &[(RelPath, AbsentFile)]) {
+        for (path, file) in files.iter().filter(|(_, f)| f.size <= GIVEN_UP_TO) {
+            let Some(ino) = lock(names).in_kernel(path) else {
+                continue;
+            };
+            let path = String::from_utf8_lossy(path).into_owned();
+            if let Ok(open) = self.reader.open(file.id, file.size, path) {
+                self.give(ino, file, &open);
+            }
+        }
+    }
 }
 
 /// Tells the kernel, from outside its requests, which absent files
@@ -318,6 +378,9 @@ impl Noting {
 
 /// Threads fetching ahead at once (each one folder's next batch).
 const AHEAD_THREADS: usize = 2;
+/// The most open folders whose listing is kept between reads (see
+/// `WorktreeFs::listing_from`); past them, each read makes it again.
+const MOST_LISTINGS: usize = 64;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -358,7 +421,7 @@ impl WorktreeFs {
         let owner = unsafe { (libc::getuid(), libc::getgid()) };
         Ok(WorktreeFs {
             repo,
-            reader,
+            reader: Arc::new(reader),
             names: Arc::default(),
             absent: Arc::new(Mutex::new(absent)),
             cache: Arc::new(Mutex::new(ReadCache::load(repo))),
@@ -372,12 +435,13 @@ impl WorktreeFs {
             direct: AtomicBool::new(false),
             backing: Mutex::new(HashMap::new()),
             open: Mutex::new(HashMap::new()),
+            listings: Mutex::new(HashMap::new()),
             next_handle: AtomicU64::new(1),
             head_time,
             owner,
             report: Arc::from(report),
             kernel,
-            given: Mutex::new(HashSet::new()),
+            given: Arc::default(),
         })
     }
 
@@ -469,7 +533,7 @@ impl WorktreeFs {
             uid: self.owner.0,
             gid: self.owner.1,
             rdev: 0,
-            blksize: 1 << 20,
+            blksize: suggested_read(size),
             flags: 0,
         }
     }
@@ -641,6 +705,28 @@ impl WorktreeFs {
         Ok(listed)
     }
 
+    /// The listing of folder `ino` read through handle `fh` from `offset`:
+    /// made afresh at 0 (a new reading, or a rewind) and kept for the
+    /// handle; a handle past [`MOST_LISTINGS`] others gets none kept.
+    fn listing_from(
+        &self,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+    ) -> Result<Arc<Vec<Listed>>, Errno> {
+        if offset > 0 {
+            if let Some(listed) = lock(&self.listings).get(&fh.0) {
+                return Ok(listed.clone());
+            }
+        }
+        let listed = Arc::new(self.listing(ino)?);
+        let mut listings = lock(&self.listings);
+        if listings.len() < MOST_LISTINGS || listings.contains_key(&fh.0) {
+            listings.insert(fh.0, listed.clone());
+        }
+        Ok(listed)
+    }
+
     fn handle(&self, fh: FileHandle) -> Result<Arc<Handle>, Errno> {
         lock(&self.open).get(&fh.0).cloned().ok_or(Errno::EBADF)
     }
@@ -792,6 +878,7 @@ impl WorktreeFs {
             files.iter().map(|(_, f)| f.id).collect(),
         );
         let (fetcher, noting, path) = (self.fetcher.clone(), self.noting(), path.to_vec());
+        let (pages, names) = (self.pages(), self.names.clone());
         let bringing = self.reader.bringing();
         let started = std::thread::Builder::new()
             .name("dmv-mount-ahead".into())
@@ -801,37 +888,22 @@ impl WorktreeFs {
                 let fetched =
                     fetcher.fetch(versions, dmv_sync::Along::Hand(hand), &dmv_sync::Silent);
                 noting.fetched(&path, 0, &files, fetched);
+                // Let go first: a reader that caught up opens and gives its file itself.
                 drop(done);
+                pages.give_fetched(&names, &files);
             });
         if let Err(e) = started {
             (self.report)(&format!("cannot fetch ahead: {e}"));
         }
     }
 
-    /// Gives the kernel's page cache the whole of small absent version
-    /// `file` (open as `open`) when its data is here, before the open is
-    /// answered: the reader then reads it without asking this process (a
-    /// `cp -r` of photos asked four times a file: lookup, open, read,
-    /// release). As a read with the pages kept would leave them; a failure
-    /// only leaves the reads to ask.
-    fn give_kernel(&self, ino: u64, file: &AbsentFile, open: &OpenFile) {
-        let Some(kernel) = self.kernel.get() else {
-            return;
-        };
-        if self.repo.copies().is_absent(&file.entry()).unwrap_or(true)
-            || !lock(&self.given).insert((ino, file.id))
-        {
-            return;
-        }
-        let given = self
-            .reader
-            .read(open, 0, file.size as u32)
-            .is_ok_and(|bytes| kernel.store(INodeNo(ino), 0, bytes.as_slice()).is_ok());
-        let mut versions = lock(&self.given);
-        if !given {
-            versions.remove(&(ino, file.id));
-        } else if versions.len() > MOST_GIVEN {
-            versions.clear();
+    /// What gives small absent files to the kernel's page cache.
+    fn pages(&self) -> PageGiver {
+        PageGiver {
+            repo: self.repo,
+            reader: self.reader.clone(),
+            kernel: self.kernel.clone(),
+            given: self.given.clone(),
         }
     }
 
@@ -971,8 +1043,11 @@ impl Filesystem for WorktreeFs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
         let _ = config.set_max_readahead(1 << 20);
         let _ = config.add_capabilities(InitFlags::FUSE_BIG_WRITES);
-        let _ = config
-            .add_capabilities(InitFlags::FUSE_DO_READDIRPLUS | InitFlags::FUSE_READDIRPLUS_AUTO);
+        // Every listing with attributes, not only the first part of one: the
+        // kernel then holds an inode of each file listed, which a fetch
+        // ahead can give pages to (see `PageGiver::give_fetched`), and a
+        // `cp -r` of a folder asks no lookup of each file.
+        let _ = config.add_capabilities(InitFlags::FUSE_DO_READDIRPLUS);
         // A file's cached pages stay from one open to the next (a warm
         // read without passthrough is the page cache's), and go when its
         // size or time changes: a checkout or a get in the replica.
@@ -990,12 +1065,19 @@ impl Filesystem for WorktreeFs {
         Ok(())
     }
 
+    fn forget(&self, _req: &Request, ino: INodeNo, _nlookup: u64) {
+        lock(&self.names).forgotten(ino.0);
+    }
+
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         match self
             .child_of(parent, name)
             .and_then(|path| self.attr_kept(&path))
         {
-            Ok((attr, kept)) => reply.entry(&kept, &attr, Generation(0)),
+            Ok((attr, kept)) => {
+                lock(&self.names).entered(attr.ino.0);
+                reply.entry(&kept, &attr, Generation(0))
+            }
             Err(e) => reply.error(e),
         }
     }
@@ -1115,7 +1197,10 @@ impl Filesystem for WorktreeFs {
             Ok(())
         });
         match made {
-            Ok(attr) => reply.entry(&KEPT, &attr, Generation(0)),
+            Ok(attr) => {
+                lock(&self.names).entered(attr.ino.0);
+                reply.entry(&KEPT, &attr, Generation(0))
+            }
             Err(e) => reply.error(e),
         }
     }
@@ -1170,7 +1255,10 @@ impl Filesystem for WorktreeFs {
             std::os::unix::fs::symlink(target, disk)
         });
         match made {
-            Ok(attr) => reply.entry(&KEPT, &attr, Generation(0)),
+            Ok(attr) => {
+                lock(&self.names).entered(attr.ino.0);
+                reply.entry(&KEPT, &attr, Generation(0))
+            }
             Err(e) => reply.error(e),
         }
     }
@@ -1248,7 +1336,7 @@ impl Filesystem for WorktreeFs {
                         .map_err(|e| self.failed("open", &path, &e))?;
                     self.opened_absent(f.id, f.size);
                     if f.size <= GIVEN_UP_TO {
-                        self.give_kernel(ino.0, &f, &open);
+                        self.pages().give(ino.0, &f, &open);
                     }
                     let fh = self.keep(Handle::Store(Arc::new(open)));
                     lock(&self.live.reading)
@@ -1310,6 +1398,9 @@ impl Filesystem for WorktreeFs {
                 backing,
             ))
         })();
+        if let Ok((attr, _, _)) = &made {
+            lock(&self.names).entered(attr.ino.0);
+        }
         match made {
             Ok((attr, fh, Some(backing))) => reply.created_passthrough(
                 &KEPT,
@@ -1439,20 +1530,37 @@ impl Filesystem for WorktreeFs {
         reply.ok();
     }
 
+    fn opendir(&self, _req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        let n = self.next_handle.fetch_add(1, Ordering::Relaxed);
+        reply.opened(FileHandle(n), FopenFlags::empty());
+    }
+
+    fn releasedir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        reply: ReplyEmpty,
+    ) {
+        lock(&self.listings).remove(&fh.0);
+        reply.ok();
+    }
+
     fn readdir(
         &self,
         _req: &Request,
         ino: INodeNo,
-        _fh: FileHandle,
+        fh: FileHandle,
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
-        let listed = match self.listing(ino) {
+        let listed = match self.listing_from(ino, fh, offset) {
             Ok(l) => l,
             Err(e) => return reply.error(e),
         };
-        for (i, (name, _, n, kind)) in listed.into_iter().enumerate().skip(offset as usize) {
-            if reply.add(INodeNo(n), i as u64 + 1, kind, OsStr::from_bytes(&name)) {
+        for (i, (name, _, n, kind)) in listed.iter().enumerate().skip(offset as usize) {
+            if reply.add(INodeNo(*n), i as u64 + 1, *kind, OsStr::from_bytes(name)) {
                 break;
             }
         }
@@ -1466,30 +1574,32 @@ impl Filesystem for WorktreeFs {
         &self,
         _req: &Request,
         ino: INodeNo,
-        _fh: FileHandle,
+        fh: FileHandle,
         offset: u64,
         mut reply: ReplyDirectoryPlus,
     ) {
-        let listed = match self.listing(ino) {
+        let listed = match self.listing_from(ino, fh, offset) {
             Ok(l) => l,
             Err(e) => return reply.error(e),
         };
-        for (i, (name, path, n, _)) in listed.into_iter().enumerate().skip(offset as usize) {
+        for (i, (name, path, n, _)) in listed.iter().enumerate().skip(offset as usize) {
             // Gone since the listing: left out.
-            let Ok((mut attr, kept)) = self.attr_kept(&path) else {
+            let Ok((mut attr, kept)) = self.attr_kept(path) else {
                 continue;
             };
+            let n = *n;
             attr.ino = INodeNo(n);
             if reply.add(
                 INodeNo(n),
                 i as u64 + 1,
-                OsStr::from_bytes(&name),
+                OsStr::from_bytes(name),
                 &kept,
                 &attr,
                 Generation(0),
             ) {
                 break;
             }
+            lock(&self.names).entered(n);
         }
         reply.ok();
     }

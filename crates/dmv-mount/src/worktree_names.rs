@@ -4,7 +4,7 @@
 //! whenever the dirstate file changes (a `get`, a `drop`, a commit from
 //! another command); and the inode number the kernel knows each path by.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::time::SystemTime;
 
 use dmv_repo::store::object::EntryKind;
@@ -210,6 +210,11 @@ pub struct Inodes {
     /// (an editor's save) looks at those, not at every path numbered.
     numbers: BTreeMap<RelPath, u64>,
     next: u64,
+    /// The numbers the kernel holds an inode of: named to it in an entry
+    /// (a lookup, a listing with attributes, a create) and not forgotten
+    /// since. Only the kernel's inodes can be given pages (see
+    /// `PageGiver`); a number wrongly held here only costs a gift lost.
+    in_kernel: HashSet<u64>,
 }
 
 impl Default for Inodes {
@@ -218,6 +223,7 @@ impl Default for Inodes {
             paths: HashMap::from([(ROOT, Vec::new())]),
             numbers: BTreeMap::from([(Vec::new(), ROOT)]),
             next: ROOT + 1,
+            in_kernel: HashSet::new(),
         }
     }
 }
@@ -238,6 +244,22 @@ impl Inodes {
     /// The number of `path` if it was given one.
     pub fn known(&self, path: &[u8]) -> Option<u64> {
         self.numbers.get(path).copied()
+    }
+
+    /// The kernel was given an entry of number `n`.
+    pub fn entered(&mut self, n: u64) {
+        self.in_kernel.insert(n);
+    }
+
+    /// The kernel let go of its inode of number `n` (a forget: it sends
+    /// one only when the inode goes, with all its lookups).
+    pub fn forgotten(&mut self, n: u64) {
+        self.in_kernel.remove(&n);
+    }
+
+    /// The number of `path` if the kernel holds an inode of it.
+    pub fn in_kernel(&self, path: &[u8]) -> Option<u64> {
+        self.known(path).filter(|n| self.in_kernel.contains(n))
     }
 
     /// The path inode `ino` stands for.
@@ -277,6 +299,23 @@ impl Inodes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_kernel_holds_what_an_entry_named_until_it_forgets_it() {
+        let mut inodes = Inodes::default();
+        let photo = inodes.number(b"photos/a.jpg");
+        assert_eq!(inodes.known(b"photos/a.jpg"), Some(photo));
+        assert_eq!(inodes.in_kernel(b"photos/a.jpg"), None, "numbered only");
+        inodes.entered(photo);
+        assert_eq!(inodes.in_kernel(b"photos/a.jpg"), Some(photo));
+        // A rename keeps the number, so the kernel's inode goes with it.
+        inodes.renamed(b"photos", b"shoot");
+        assert_eq!(inodes.in_kernel(b"photos/a.jpg"), None);
+        assert_eq!(inodes.in_kernel(b"shoot/a.jpg"), Some(photo));
+        inodes.forgotten(photo);
+        assert_eq!(inodes.in_kernel(b"shoot/a.jpg"), None);
+        assert_eq!(inodes.known(b"shoot/a.jpg"), Some(photo));
+    }
 
     #[test]
     fn a_rename_carries_the_numbers_of_a_folder_and_what_is_under_it() {
