@@ -1112,6 +1112,12 @@ fn worktree_mount_takes_changes(passthrough: bool) {
         distinct
     };
     assert_eq!(names(&m.path("many")).len(), 2000);
+    // The attributes a listing gave (absent files: no look at the disk).
+    for i in [0usize, 1, 6, 1999] {
+        let meta = std::fs::metadata(m.path(&format!("many/f{i:05}.txt"))).unwrap();
+        assert_eq!(meta.len(), (format!("file {i}\n").len() * (i % 7)) as u64);
+        assert!(meta.is_file());
+    }
     std::fs::write(m.path("many/late.txt"), "late\n").unwrap();
     let listed = names(&m.path("many"));
     assert_eq!(listed.len(), 2001);
