@@ -48,8 +48,9 @@ const KEPT: Duration = Duration::from_secs(1);
 const ABSENT_KEPT: Duration = Duration::from_secs(30);
 
 /// Absent versions up to this size are given to the kernel's page cache
-/// whole when opened (see [`PageGiver::give`]): what the kernel's first read
-/// of a file would ask for anyway (its read-ahead starts at 128 KiB).
+/// whole when fetched ahead or opened (see [`PageGiver`]): what the
+/// kernel's first read of a file would ask for anyway (its read-ahead
+/// starts at 128 KiB).
 const GIVEN_UP_TO: u64 = 128 << 10;
 /// How long a mount that ends waits for its fetches ahead and its
 /// freeing to finish: each is a bounded batch, and `dmv umount` waits a
@@ -205,9 +206,10 @@ impl PageGiver {
     /// `file` (open as `open`, inode `ino`) when its data is here: the
     /// reader then reads it without asking this process (a `cp -r` of
     /// photos asked four times a file: lookup, open, read, release). As a
-    /// read with the pages kept would leave them; a failure (the kernel
-    /// not knowing the inode yet, say) only leaves it to the open, or the
-    /// reads, to ask.
+    /// read with the pages kept would leave them; a failure only leaves
+    /// the reads to ask. fuser reports a store to an inode the kernel does
+    /// not hold as done (the kernel's ENOENT taken for an evicted inode),
+    /// so a fetch ahead gives only to the inodes the kernel holds.
     fn give(&self, ino: u64, file: &AbsentFile, open: &OpenFile) {
         let Some(kernel) = self.kernel.get() else {
             return;
