@@ -812,6 +812,61 @@ fn killed_gets_and_drops_leave_a_consistent_replica() {
     fsck_clean(&m);
 }
 
+/// A get killed (as `kill -9` would) while it writes a folder's files
+/// leaves no file half written at any path and no temporary name beside
+/// them: each file of the folder is either not there or whole. The
+/// replica is consistent, and a get again brings the rest.
+#[test]
+fn a_get_killed_while_it_writes_files_leaves_none_half_written() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let src = t.join("src");
+    // 600 small files: written on several threads, in batches.
+    std::fs::create_dir_all(src.join("roll")).unwrap();
+    dmv(t, &["init", "src"]);
+    for i in 0..600 {
+        std::fs::write(
+            src.join(format!("roll/f{i:03}.txt")),
+            format!("frame {i}\n").repeat(100),
+        )
+        .unwrap();
+    }
+    dmv(&src, &["add", "."]);
+    dmv(&src, &["commit", "-m", "roll"]);
+    ok(&dmv_out(
+        t,
+        &["clone", "--slice", "meta", src.to_str().unwrap(), "m"],
+    ));
+    let m = t.join("m");
+    let mut cmd = dmv_cmd(&m);
+    cmd.args(["get", "roll"])
+        .env("DMV_FAILPOINT", "fill-written-unnamed@300");
+    let out = cmd.output().unwrap();
+    assert!(!out.status.success(), "the get was not killed");
+    let mut whole = 0;
+    for entry in std::fs::read_dir(m.join("roll")).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let want = std::fs::read(src.join("roll").join(&name))
+            .unwrap_or_else(|_| panic!("{name} is no file of the folder"));
+        assert!(
+            std::fs::read(entry.path()).unwrap() == want,
+            "{name} is not whole"
+        );
+        whole += 1;
+    }
+    assert!(whole < 600, "every file was written before the kill");
+    fsck_clean(&m);
+    ok(&dmv_out(&m, &["get", "roll"]));
+    assert!(dmv(&m, &["status", "--short"]).is_empty());
+    for i in 0..600 {
+        let name = format!("roll/f{i:03}.txt");
+        assert!(std::fs::read(m.join(&name)).unwrap() == std::fs::read(src.join(&name)).unwrap());
+    }
+    assert!(ls(&m, "--absent").is_empty());
+    fsck_clean(&m);
+}
+
 #[test]
 fn a_drop_racing_a_commit_that_reuses_its_chunks_keeps_them() {
     let t = tempfile::tempdir().unwrap();

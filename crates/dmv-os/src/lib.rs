@@ -97,6 +97,39 @@ mod tests {
     }
 
     #[test]
+    fn an_unnamed_file_appears_whole_under_its_name_and_never_over_another() {
+        let dir = tempfile::tempdir().unwrap();
+        let made = create_unnamed_in(dir.path(), 0o444);
+        if !cfg!(any(target_os = "linux", target_os = "android")) {
+            assert_eq!(made.unwrap_err().kind(), std::io::ErrorKind::Unsupported);
+            return;
+        }
+        let mut f = made.unwrap();
+        f.write_all(b"whole").unwrap();
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "no name yet"
+        );
+        let at = dir.path().join("photo.jpg");
+        std::fs::write(&at, b"theirs").unwrap();
+        let refused = name_unnamed(&f, &at).unwrap_err();
+        assert_eq!(refused.kind(), std::io::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::read(&at).unwrap(), b"theirs");
+        std::fs::remove_file(&at).unwrap();
+        name_unnamed(&f, &at).unwrap();
+        assert_eq!(std::fs::read(&at).unwrap(), b"whole");
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 1);
+        #[cfg(unix)]
+        assert_eq!(
+            mode_of(&std::fs::metadata(&at).unwrap()) & 0o222,
+            0,
+            "its mode"
+        );
+    }
+
+    #[test]
     fn positional_reads_and_writes_leave_the_rest_alone() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");

@@ -130,6 +130,62 @@ pub fn replace_file(from: &Path, to: &Path) -> io::Result<()> {
     std::fs::rename(from, to)
 }
 
+/// A new file in folder `dir` with no name yet (`O_TMPFILE`), of
+/// permissions `mode` before the umask, open to write: named once whole
+/// by [`name_unnamed`], so no reader sees it half written and a kill
+/// leaves nothing behind (the kernel frees it). An error of kind
+/// `Unsupported` where the system or the file system makes none.
+pub fn create_unnamed_in(dir: &Path, mode: u32) -> io::Result<std::fs::File> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        let made = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_TMPFILE | libc::O_CLOEXEC)
+            .mode(mode)
+            .open(dir);
+        // EISDIR: a kernel that knows no O_TMPFILE takes it for O_DIRECTORY.
+        match made {
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL)
+                ) =>
+            {
+                Err(io::Error::new(io::ErrorKind::Unsupported, e))
+            }
+            made => made,
+        }
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    {
+        let _ = (dir, mode);
+        Err(io::ErrorKind::Unsupported.into())
+    }
+}
+
+/// Names `file`, made by [`create_unnamed_in`], `at` (in the folder it was
+/// made in): an error of kind `AlreadyExists`, and nothing changed, when
+/// something has that name; another error where `/proc` is not mounted.
+pub fn name_unnamed(file: &std::fs::File, at: &Path) -> io::Result<()> {
+    use std::ffi::CString;
+    let from = CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))?;
+    let to = CString::new(at.as_os_str().as_encoded_bytes())?;
+    // SAFETY: both paths are NUL-terminated strings that outlive the call.
+    let linked = unsafe {
+        libc::linkat(
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::AT_SYMLINK_FOLLOW,
+        )
+    };
+    match linked {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
+    }
+}
+
 /// Makes a symbolic link at `link` to `target`.
 pub fn symlink(target: &std::ffi::OsStr, link: &Path) -> io::Result<()> {
     std::os::unix::fs::symlink(target, link)

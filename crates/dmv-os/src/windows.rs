@@ -215,6 +215,16 @@ fn aside(path: &Path) -> std::path::PathBuf {
     ))
 }
 
+/// Files with no name yet are a Linux idea: always `Unsupported` here.
+pub fn create_unnamed_in(_dir: &Path, _mode: u32) -> io::Result<std::fs::File> {
+    Err(io::ErrorKind::Unsupported.into())
+}
+
+/// Never called: [`create_unnamed_in`] makes no file here.
+pub fn name_unnamed(_file: &std::fs::File, _at: &Path) -> io::Result<()> {
+    Err(io::ErrorKind::Unsupported.into())
+}
+
 /// Renames `from` over `to`, which this or another process may have open
 /// or mapped: for files whose absence for a moment is harmless (an index
 /// the per-pack indexes stand in for, a working-tree file). Windows refuses

@@ -215,7 +215,7 @@ impl Worktree<'_> {
             total,
         } = writes;
         warn_of_kinds_kept_aside(to_write, progress);
-        self.write_entries(to_write, false, &mut |k, meta| {
+        self.write_entries(to_write, WriteWay::Over, &mut |k, meta| {
             let (rel, e) = &to_write[k];
             let entry = DirEntry::new(e.kind, e.id, e.size, meta);
             match at[k] {
@@ -351,7 +351,11 @@ impl Worktree<'_> {
             progress.update(done, total);
         };
         warn_of_kinds_kept_aside(to_write, progress);
-        self.write_entries(to_write, into_empty, &mut record)?;
+        let way = match into_empty {
+            true => WriteWay::IntoEmpty,
+            false => WriteWay::Over,
+        };
+        self.write_entries(to_write, way, &mut record)?;
         let written = || {
             to_write.iter().zip(&stats).map(|((rel, e), st)| {
                 (
@@ -450,12 +454,13 @@ impl Worktree<'_> {
     fn write_entries<P: AsRef<[u8]> + Sync>(
         &self,
         entries: &[(P, FlatEntry)],
-        into_empty: bool,
+        way: WriteWay,
         record: &mut dyn FnMut(usize, &Metadata),
     ) -> RepoResult<()> {
-        let write = |rel: &[u8], e: &FlatEntry, dirs_made: &mut HashSet<_>| match into_empty {
-            true => self.write_new_entry(rel, e, dirs_made),
-            false => self.write_entry_in(rel, e, dirs_made),
+        let write = |rel: &[u8], e: &FlatEntry, dirs_made: &mut HashSet<_>| match way {
+            WriteWay::IntoEmpty => self.write_new_entry(rel, e, dirs_made),
+            WriteWay::WhereNone => self.write_entry_where_none(rel, e, dirs_made),
+            WriteWay::Over => self.write_entry_in(rel, e, dirs_made),
         };
         const PARALLEL_FROM: usize = 256;
         let threads = std::thread::available_parallelism()
@@ -651,7 +656,7 @@ impl Worktree<'_> {
                 None => to_write.push((rel, e)),
             }
         }
-        self.write_entries(&to_write, false, &mut |i, meta| {
+        self.write_entries(&to_write, WriteWay::WhereNone, &mut |i, meta| {
             let (rel, e) = &to_write[i];
             ds.entries
                 .insert(rel.clone(), DirEntry::new(e.kind, e.id, e.size, meta));
@@ -699,7 +704,7 @@ impl Worktree<'_> {
         // A staged file that cannot be moved in is written again from the store.
         let meta = match self.move_in_staged(rel, e, early, &mut HashSet::new()) {
             Some(meta) => meta,
-            None => self.write_entry(rel, e)?,
+            None => self.write_entry_where_none(rel, e, &mut HashSet::new())?,
         };
         Ok(Some(DirEntry::new(e.kind, e.id, e.size, &meta)))
     }
@@ -752,6 +757,17 @@ impl Worktree<'_> {
         }
         Ok(Some(filled))
     }
+}
+
+/// How [`Worktree::write_entries`] writes each file: into a working tree
+/// that was empty (under its own name), where nothing is (a file whose
+/// data was absent: named once whole), or over whatever is there (by a
+/// temporary name and a rename).
+#[derive(Clone, Copy)]
+enum WriteWay {
+    IntoEmpty,
+    WhereNone,
+    Over,
 }
 
 /// Files a checkout writes at a time (each written batch's list is let go).
