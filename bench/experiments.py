@@ -1494,7 +1494,9 @@ def partial(ctx, sizes, counts, settle=0):
     blobless clone and (many files, up to ANNEX_MAX_FILES, git-annex
     installed) `git annex whereis` in a clone of an annex of the same files;
     and over HTTP (`dmv serve`) the meta clone and get against
-    `curl` from a plain static server (`python3 -m http.server`). git is
+    `curl` from a plain static server (`python3 -m http.server`), and with
+    many files `dmv get .` of every file in a second meta clone against a
+    full clone through the same server (see _partial_get_all). git is
     measured over ssh only (the harness has no git smart-HTTP server).
     Recorded as experiments `partial-bigfile` (parameter: bytes; the file got
     is the whole data) and `partial-files` (parameter: number of 1 KiB files;
@@ -1570,7 +1572,7 @@ def _partial_point(ctx, sshd, dmv, git, skips, experiment, n, settle):
                      got, source, data, later)
         if annex:
             _partial_annex(ctx, skips, pt, experiment, param, data, annex)
-        _partial_http(ctx, dmv, skips, pt, experiment, param, remotes["dmv"].path, got, data, later)
+        _partial_http(ctx, dmv, skips, pt, experiment, param, remotes["dmv"].path, got, data, source, later)
     finally:
         shutil.rmtree(pt.root, ignore_errors=True)
 
@@ -1981,7 +1983,7 @@ def _meta_clone_pairs(step, pt, dmv, git, r, g, env, later):
         _remove([dmv_dest, git_dest], later)
 
 
-def _partial_http(ctx, dmv, skips, pt, experiment, param, remote_path, got, data, later):
+def _partial_http(ctx, dmv, skips, pt, experiment, param, remote_path, got, data, source, later):
     """The HTTP half: meta clone and get through one `dmv serve` (the clone's origin is its URL),
     then curl of the file from a plain static server, into a file and into /dev/null."""
     rec = ctx.rec
@@ -2017,6 +2019,7 @@ def _partial_http(ctx, dmv, skips, pt, experiment, param, remote_path, got, data
                      server=srv, check=_verify_got(os.path.join(meta, got), source_file))
             if out.ok and os.path.dirname(got):
                 _partial_small_reads(step, pt, dmv, meta, got, env, rec.env, srv, later)
+                _partial_get_all(step, pt, dmv, srv, env, rec.env, source, later)
     except servers.ServerError as e:
         rec.note("dmv", experiment, param, "http", "fail", str(e))
     finally:
@@ -2046,6 +2049,23 @@ def _partial_http(ctx, dmv, skips, pt, experiment, param, remote_path, got, data
         static.kill()
         static.wait()
         _remove([copy], later)
+
+
+def _partial_get_all(step, pt, dmv, srv, env, base_env, source, later):
+    """With many files: `get_all_http`, `dmv get .` of every file in a second meta clone (made untimed just
+    before), against `clone_full_http`, a full clone through the same server right after; each checked
+    against the source file by file (untimed)."""
+    meta_all, full = os.path.join(pt.root, "meta-http-all"), os.path.join(pt.root, "full-http")
+    made = subprocess.run([dmv.path, "clone", "-q", "--slice", "meta", srv.url("r"), meta_all], cwd=pt.root,
+                          env=dict(base_env, **env), capture_output=True, timeout=600)
+    try:
+        if made.returncode == 0:
+            step(dmv, "get_all_http", [dmv.cmd(pt, "get", ".", cwd=meta_all, env=env)], os.path.join(meta_all, ".dmv"),
+                 server=srv, check=_verify_clone(meta_all, source, {}))
+        step(dmv, "clone_full_http", [dmv.cmd(pt, "clone", srv.url("r"), full, cwd=pt.root, env=env)],
+             os.path.join(full, ".dmv"), server=srv, check=_verify_clone(full, source, {}))
+    finally:
+        _remove([meta_all, full], later)
 
 
 def _partial_small_reads(step, pt, dmv, meta, got, env, base_env, srv, later):

@@ -693,6 +693,8 @@ PARTIAL_OPS = [
     ("cat_http", "`dmv cat HEAD:FILE > COPY` of another absent file over HTTP (from the meta clone)", []),
     ("mount_read_http", "first read of a third absent file through `dmv mount --worktree` of the meta clone: "
      "`cat MNT/FILE > COPY`", []),
+    ("get_all_http", "get of every file over HTTP in a second meta clone: `dmv get .`", []),
+    ("clone_full_http", "full clone over HTTP (checkout included), right after it", []),
 ]
 
 
@@ -705,7 +707,8 @@ def _received(rec):
 
 
 # steps of the many-files points only, and peer steps older runs lack: a row only where they were recorded
-PARTIAL_FILES_ONLY = {"status_first", "status", "clone_sparse_ssh", "cat_http", "mount_read_http"}
+PARTIAL_FILES_ONLY = {"status_first", "status", "clone_sparse_ssh", "cat_http", "mount_read_http", "get_all_http",
+                      "clone_full_http"}
 
 
 def _partial_tries(ix, tool, exp, p, prefix):
@@ -1035,7 +1038,9 @@ def partial_section(ix, mode, cfg):
            "in its store), into a file then synced to the disk (get's store is durable: its packs are "
            "fsynced) and into /dev/null (the transport alone). Over HTTP: the meta clone and get through "
            "one `dmv serve` (the clone's origin), against `curl` of the file from `python3 -m http.server` on "
-           "127.0.0.1, into a file, into a synced file and into /dev/null. git is measured over ssh only: the harness has no git "
+           "127.0.0.1, into a file, into a synced file and into /dev/null; with many files, last, `dmv get .` of "
+           "every file in a second meta clone (made untimed just before) and a full clone through the same "
+           "server right after it. git is measured over ssh only: the harness has no git "
            "smart-HTTP server (it would need a web server running git-http-backend). Every file written is "
            "compared with the source (untimed). `peer/dmv` above 1: DMV is faster. Received: dmv's own count "
            "of the bytes it read from the remote (`DMV_TRACE=1`); for git, the size of the packs the step "
