@@ -367,11 +367,17 @@ fn two_watching_replicas_keep_in_step_and_keep_both_versions_of_a_conflict() {
     // The desk's watcher stops; both change IMG_1.
     assert!(on_desk.stop().success());
     std::fs::write(laptop.join("IMG_1.jpg"), b"edited on the laptop").unwrap();
-    wait_for("the laptop's edit at the hub", || {
-        let mut cmd = dmv_cmd(&laptop);
-        cmd.args(["log", "--format", "%s", "origin/main", "-n", "1"]);
-        String::from_utf8_lossy(&cmd.output().unwrap().stdout).contains("1 modified")
-    });
+    // At the hub and in the bucket both, so that the desk, which cannot
+    // then push its edit anywhere, is the replica that finds the conflict
+    // (each keeps its own report of what it kept); with the bucket still
+    // behind, the desk's edit could land there and the laptop merge instead.
+    for remote in ["origin/main", "bucket/main"] {
+        wait_for(&format!("the laptop's edit at {remote}"), || {
+            let mut cmd = dmv_cmd(&laptop);
+            cmd.args(["log", "--format", "%s", remote, "-n", "1"]);
+            String::from_utf8_lossy(&cmd.output().unwrap().stdout).contains("1 modified")
+        });
+    }
     std::fs::write(desk.join("IMG_1.jpg"), b"edited on the desk").unwrap();
     // The hub is killed and started again meanwhile: the watchers carry on.
     hub.kill();
