@@ -18,6 +18,7 @@ pub(crate) mod gc;
 pub(crate) mod merge_aware;
 pub(crate) mod partial_commit;
 pub(crate) mod rebase;
+pub(crate) mod received;
 pub(crate) mod reset;
 pub(crate) mod revert;
 pub(crate) mod revision_paths;

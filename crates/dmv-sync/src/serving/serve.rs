@@ -5,7 +5,7 @@
 use std::io::{Read, Write};
 use std::path::Path;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use dmv_repo::store::object::{Commit, Tag, TreeNode};
@@ -538,6 +538,11 @@ pub fn receive_objects<R: Read>(
     let mut session = repo.store.begin_write()?;
     // The facts of what this upload brought other than chunks (a chunk's are in its pack record).
     let mut received: HashMap<ObjectId, ObjectFacts> = HashMap::new();
+    // Which of those the upload's objects refer to: the rest are its roots,
+    // which gc must keep. Only objects of `received` are noted (chunks are
+    // never roots): a push of a million files would otherwise hold a
+    // million chunk ids here.
+    let mut referenced: HashSet<ObjectId> = HashSet::new();
     let (mut objects, mut bytes) = (0u64, 0u64);
     loop {
         match input.expect_frame()? {
@@ -548,6 +553,9 @@ pub fn receive_objects<R: Read>(
                         SyncError::Protocol(Violation::DamagedUpload { id: obj.id, detail })
                     })?;
                     let facts = check_object(&obj.id, obj.kind, &content, &mut |child| {
+                        if received.contains_key(child) {
+                            referenced.insert(*child);
+                        }
                         facts_of(&session, &received, child)
                     })
                     .map_err(|e| SyncError::Refused(Refusal::Upload(e)))?;
@@ -567,8 +575,14 @@ pub fn receive_objects<R: Read>(
         }
     }
     session.finish()?;
+    // Until the client's ref update comes (a second request), a lock keeps
+    // these from gc, taken while the session still holds gc off.
+    let roots: Vec<ObjectId> = received
+        .into_keys()
+        .filter(|id| !referenced.contains(id))
+        .collect();
+    repo.maintenance().hold_received(&roots)?;
     drop(session);
-    // Until the client's ref update comes, gc's grace period for recent packs keeps these.
     dmv_repo::store::failpoint("push-received");
     Ok((objects, bytes))
 }
@@ -733,6 +747,9 @@ pub(crate) fn update_refs(
     }
     // From the check that each new commit is here until the refs keep it alive.
     let _gc = repo.store.hold_off_gc()?;
+    // The packs as they are now: a gc since this connection listed them
+    // may have moved the upload's objects to a pack of its own.
+    repo.store.reload()?;
     let checked_out = match repo.head()? {
         Head::Branch(b) if !repo.config.bare => Some(b),
         _ => None,
@@ -798,7 +815,12 @@ pub(crate) fn update_refs(
     refuse_changes_to_others_locks(repo, caller, &locks.table, &batch)?;
     refuse_writes_outside_grant(repo, caller, &batch)?;
     match repo.refs.update(&batch, who, message) {
-        Ok(()) => Ok(Response::RefsUpdated),
+        Ok(()) => {
+            let named: Vec<ObjectId> = batch.iter().filter_map(|u| u.new).collect();
+            // The refs moved: a lock left behind only keeps the upload until it expires.
+            let _ = repo.maintenance().release_received(&named);
+            Ok(Response::RefsUpdated)
+        }
         Err(RepoError::RefChanged { name, .. }) => {
             let found = repo.refs.get(&name)?;
             Ok(Response::Rejected { name, found })
