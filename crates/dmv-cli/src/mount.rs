@@ -188,10 +188,10 @@ fn status(json: bool) -> Result<u8> {
             commit => format!("commit {}", &commit[..commit.len().min(12)]),
         };
         println!(
-            "{} shows {shows} (pid {}): {} bytes fetched from other replicas{}",
+            "{} shows {shows} (pid {}): {} fetched from other replicas{}",
             printable(&m.dir.display().to_string()),
             m.pid,
-            m.fetched_bytes,
+            dmv_repo::human_bytes(m.fetched_bytes),
             if m.shows == "worktree" && !m.passthrough {
                 "; reads and writes go through the mount"
             } else {
@@ -199,7 +199,11 @@ fn status(json: bool) -> Result<u8> {
             }
         );
         for (path, size) in &m.reading {
-            println!("  reading {} ({size} bytes)", printable(path));
+            println!(
+                "  reading {} ({})",
+                printable(path),
+                dmv_repo::human_bytes(*size)
+            );
         }
         if m.more_reading > 0 {
             println!("  and {} more files being read", m.more_reading);

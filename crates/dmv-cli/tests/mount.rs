@@ -1049,7 +1049,10 @@ fn worktree_mount_takes_changes(passthrough: bool) {
     };
     assert!(said.contains("shows the working tree"), "{said}");
     assert!(
-        said.contains(&format!("reading media/film.bin ({} bytes)", film.len())),
+        said.contains(&format!(
+            "reading media/film.bin ({})",
+            dmv_repo::human_bytes(film.len() as u64)
+        )),
         "{said}"
     );
     // Without passthrough it says so (with it, a kernel before 6.9 would say so too).
