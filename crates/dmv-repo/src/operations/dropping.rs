@@ -18,8 +18,8 @@ use dmv_os::MetadataExt;
 use dmv_store::object::{EntryKind, TreeNode};
 use dmv_store::{ObjectId, ObjectKind};
 
-use crate::error::{IoContext, RepoError, RepoResult};
-use crate::operations::gc::LOCK_DIR;
+use crate::error::{RepoError, RepoResult};
+use crate::operations::gc::{write_content_lock, LOCK_DIR};
 use crate::replica::locations::{now_ns, LocationRecord, ReplicaId, Stamp};
 use crate::worktree::dirstate::{DirEntry, Stat};
 
@@ -62,15 +62,9 @@ impl Copies<'_> {
             .to_string()
             .replace('-', "");
         if held.iter().any(|h| *h) {
-            let dir = self.dmv.join(LOCK_DIR);
-            std::fs::create_dir_all(&dir).at(&dir)?;
             let expires = now_ns().saturating_add(seconds.saturating_mul(1_000_000_000));
-            let mut text = format!("{expires}\n");
-            for (id, _) in ids.iter().zip(&held).filter(|(_, h)| **h) {
-                text.push_str(&id.to_hex());
-                text.push('\n');
-            }
-            crate::atomic::write_atomic(&dir.join(&lock), text.as_bytes())?;
+            let locked = ids.iter().zip(&held).filter(|(_, h)| **h).map(|(id, _)| id);
+            write_content_lock(&self.dmv, &lock, expires, locked)?;
         }
         Ok((lock, held))
     }

@@ -2,6 +2,7 @@
 
 use crate::repository::handles::Maintenance;
 use std::collections::HashSet;
+use std::path::{Path, PathBuf};
 
 use dmv_store::{GcOptions, GcReport, ObjectId, Progress, Tally, VerifyReport};
 
@@ -62,36 +63,18 @@ impl Maintenance<'_> {
             .verify_reachable(&self.roots_to_check()?, self.is_partial(), tally)?)
     }
 
-    /// Content some other replica's drop has locked here (expired locks are removed).
+    /// Content some other replica's drop, or a push awaiting its ref
+    /// update, has locked here (expired locks are removed).
     pub(crate) fn locked_content(&self) -> RepoResult<HashSet<ObjectId>> {
-        let dir = self.dmv.join(LOCK_DIR);
-        let mut locked = HashSet::new();
-        let entries = match std::fs::read_dir(&dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(locked),
-            Err(e) => return Err(RepoError::io(&dir, e)),
-        };
         let now = now_ns();
-        for entry in entries {
-            let path = entry.at(&dir)?.path();
-            if path
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy().contains(".tmp"))
-            {
-                continue;
-            }
-            let text = std::fs::read_to_string(&path).at(&path)?;
-            let mut lines = text.lines();
+        let mut locked = HashSet::new();
+        for lock in content_locks(&self.dmv)? {
             // An unreadable lock holds everything it might name: better to refuse a drop.
-            let expires: u64 = lines
-                .next()
-                .and_then(|l| l.parse().ok())
-                .unwrap_or(u64::MAX);
-            if expires < now {
-                let _ = std::fs::remove_file(&path);
+            if lock.expires.unwrap_or(u64::MAX) < now {
+                let _ = std::fs::remove_file(&lock.path);
                 continue;
             }
-            locked.extend(lines.filter_map(ObjectId::from_hex));
+            locked.extend(lock.ids);
         }
         Ok(locked)
     }
@@ -142,4 +125,61 @@ impl Maintenance<'_> {
         roots.dedup();
         Ok(roots)
     }
+}
+
+/// A file of `.dmv/content-locks/` as read.
+pub(crate) struct ContentLock {
+    pub(crate) path: PathBuf,
+    /// Its expiry (ns since the epoch); None when it cannot be read as one.
+    pub(crate) expires: Option<u64>,
+    pub(crate) ids: Vec<ObjectId>,
+}
+
+/// Every content lock in `dmv`; one being written (under a temporary name)
+/// or removed since the folder was listed is passed over.
+pub(crate) fn content_locks(dmv: &Path) -> RepoResult<Vec<ContentLock>> {
+    let dir = dmv.join(LOCK_DIR);
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(RepoError::io(&dir, e)),
+    };
+    let mut locks = Vec::new();
+    for entry in entries {
+        let path = entry.at(&dir)?.path();
+        if path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().contains(".tmp"))
+        {
+            continue;
+        }
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(RepoError::io(&path, e)),
+        };
+        let mut lines = text.lines();
+        let expires = lines.next().and_then(|l| l.parse().ok());
+        let ids = lines.filter_map(ObjectId::from_hex).collect();
+        locks.push(ContentLock { path, expires, ids });
+    }
+    Ok(locks)
+}
+
+/// Writes the content lock `name` (the expiry on the first line, then one
+/// id in hex per line), atomically.
+pub(crate) fn write_content_lock<'a>(
+    dmv: &Path,
+    name: &str,
+    expires: u64,
+    ids: impl IntoIterator<Item = &'a ObjectId>,
+) -> RepoResult<()> {
+    let dir = dmv.join(LOCK_DIR);
+    std::fs::create_dir_all(&dir).at(&dir)?;
+    let mut text = format!("{expires}\n");
+    for id in ids {
+        text.push_str(&id.to_hex());
+        text.push('\n');
+    }
+    crate::atomic::write_atomic(&dir.join(name), text.as_bytes())
 }

@@ -11,8 +11,8 @@ use std::collections::HashSet;
 
 use dmv_store::ObjectId;
 
-use crate::error::{IoContext, RepoResult};
-use crate::operations::gc::LOCK_DIR;
+use crate::error::{RepoError, RepoResult};
+use crate::operations::gc::{content_locks, write_content_lock, ContentLock};
 use crate::replica::locations::{now_ns, ReplicaId};
 use crate::repository::handles::Maintenance;
 
@@ -35,35 +35,28 @@ impl Maintenance<'_> {
         if roots.is_empty() {
             return Ok(());
         }
-        let dir = self.dmv.join(LOCK_DIR);
-        std::fs::create_dir_all(&dir).at(&dir)?;
         let now = now_ns();
-        for (path, expires, _) in self.received_locks()? {
-            if expires < now {
-                let _ = std::fs::remove_file(path);
+        for lock in self.received_locks()? {
+            if lock.expires.is_some_and(|e| e < now) {
+                let _ = std::fs::remove_file(lock.path);
             }
         }
         let expires = now.saturating_add(RECEIVED_HOLD_SECONDS * 1_000_000_000);
-        let mut text = format!("{expires}\n");
-        for id in roots {
-            text.push_str(&id.to_hex());
-            text.push('\n');
-        }
         let name = ReplicaId::new_random(b"received upload")
             .to_string()
             .replace('-', "");
-        crate::atomic::write_atomic(&dir.join(format!("{PREFIX}{name}")), text.as_bytes())
+        write_content_lock(&self.dmv, &format!("{PREFIX}{name}"), expires, roots)
     }
 
     /// Lets go of each upload whose roots are all among `named` (the ids a
     /// ref update just made refs point to): the refs keep them now.
     pub fn release_received(&self, named: &[ObjectId]) -> RepoResult<()> {
         let named: HashSet<&ObjectId> = named.iter().collect();
-        for (path, _, roots) in self.received_locks()? {
-            if roots.iter().all(|r| named.contains(r)) {
-                match std::fs::remove_file(&path) {
+        for lock in self.received_locks()? {
+            if lock.ids.iter().all(|r| named.contains(r)) {
+                match std::fs::remove_file(&lock.path) {
                     Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                        return Err(crate::error::RepoError::io(&path, e))
+                        return Err(RepoError::io(&lock.path, e))
                     }
                     _ => {}
                 }
@@ -72,36 +65,14 @@ impl Maintenance<'_> {
         Ok(())
     }
 
-    /// Each upload's lock: where, until when, and its roots. A lock being
-    /// written (a temporary name) or removed meanwhile is passed over.
-    fn received_locks(&self) -> RepoResult<Vec<(std::path::PathBuf, u64, Vec<ObjectId>)>> {
-        let dir = self.dmv.join(LOCK_DIR);
-        let entries = match std::fs::read_dir(&dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(crate::error::RepoError::io(&dir, e)),
-        };
-        let mut locks = Vec::new();
-        for entry in entries {
-            let path = entry.at(&dir)?.path();
-            let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-            if !name.is_some_and(|n| n.starts_with(PREFIX) && !n.contains(".tmp")) {
-                continue;
-            }
-            let Ok(text) = std::fs::read_to_string(&path) else {
-                continue;
-            };
-            let mut lines = text.lines();
-            // Unreadable: kept until it can be read (gc treats it as never expiring).
-            let Some(expires) = lines.next().and_then(|l| l.parse().ok()) else {
-                continue;
-            };
-            locks.push((
-                path,
-                expires,
-                lines.filter_map(ObjectId::from_hex).collect(),
-            ));
-        }
+    /// The uploads' locks among the content locks.
+    fn received_locks(&self) -> RepoResult<Vec<ContentLock>> {
+        let mut locks = content_locks(&self.dmv)?;
+        locks.retain(|lock| {
+            lock.path
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(PREFIX))
+        });
         Ok(locks)
     }
 }
@@ -132,15 +103,14 @@ mod tests {
         m.release_received(&[id(1), id(2)]).unwrap();
         let left = m.received_locks().unwrap();
         assert_eq!(left.len(), 1);
-        assert_eq!(left[0].2, [id(2), id(3)]);
+        assert_eq!(left[0].ids, [id(2), id(3)]);
 
         // An expired lock goes when the next upload is held; gc no longer counts it.
-        let (path, _, _) = &left[0];
-        std::fs::write(path, format!("1\n{}\n", id(2).to_hex())).unwrap();
+        std::fs::write(&left[0].path, format!("1\n{}\n", id(2).to_hex())).unwrap();
         m.hold_received(&[id(4)]).unwrap();
         let left = m.received_locks().unwrap();
         assert_eq!(left.len(), 1);
-        assert_eq!(left[0].2, [id(4)]);
+        assert_eq!(left[0].ids, [id(4)]);
         assert!(!m.locked_content().unwrap().contains(&id(2)));
     }
 }
